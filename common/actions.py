@@ -1,0 +1,234 @@
+"""The action table: one DFA over the stable vm_states (DESIGN.md section 2).
+
+Declared once, as data. The conductor's task gateway accepts or denies every
+request with it, ``tristate-manage docs`` renders it into ``docs/states.md``,
+and the tests walk it. Nothing else in the tree decides whether an action may
+start or which vm_state it leads to.
+
+A row says: *action* may start from any of *sources*; while it runs the
+instance's task_state is *task_state*; when it succeeds the vm_state becomes
+*target*. Two special targets:
+
+* ``UNCHANGED``: the vm_state the task started from.
+* ``RETURN``: the vm_state saved when a detour began (rescue, resize), so
+  unrescue, confirm_resize and revert_resize go back where the user was.
+
+Whether an action may start depends only on the vm_state and on whether any
+task is running, never on which task (seed 000). Only the actions marked
+``preempts`` (hard delete, admin reset) start while a task runs.
+"""
+
+import dataclasses
+import types
+
+from common import exception
+from common.states import task, vm
+from common.states import VM_STATES
+
+UNCHANGED = 'UNCHANGED'
+RETURN = 'RETURN'
+
+# How an action runs.
+KIND_TASK = 'task'      # a task sent to the instance's compute agent
+KIND_DB = 'db'          # a pure database operation, done at once
+
+# What a failed task leaves (DESIGN.md section 1).
+ROLLBACK_OR_ERROR = 'rollback_or_error'   # unchanged if rolled back, else ERROR
+ALWAYS_ERROR = 'always_error'             # nothing to roll back to
+
+
+@dataclasses.dataclass(frozen=True)
+class Action:
+    """What is true of an action whatever state it starts from."""
+    name: str
+    kind: str = KIND_TASK
+    admin_only: bool = False
+    preempts: bool = False          # may start while a task runs
+    saves_return: bool = False      # records the vm_state RETURN goes back to
+    on_failure: str = ROLLBACK_OR_ERROR
+    timeout: int = 600              # seconds without progress before reaping
+    description: str = ''
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    action: str
+    sources: frozenset
+    task_state: str | None
+    target: str
+    note: str = ''
+
+
+_ALL = frozenset(VM_STATES)
+_LIVE = frozenset({vm.ACTIVE, vm.STOPPED, vm.PAUSED, vm.SUSPENDED,
+                   vm.RESCUED})
+
+ACTIONS = types.MappingProxyType({a.name: a for a in (
+    Action('build', on_failure=ALWAYS_ERROR, timeout=1800,
+           description='schedule the new instance and spawn it'),
+    Action('rebuild', timeout=1800,
+           description='spawn again from an image (a buried instance: build)'),
+    Action('stop', timeout=600, description='power the guest off'),
+    Action('start', timeout=600, description='power the guest on'),
+    Action('reboot', timeout=600, description='soft reboot (ACPI)'),
+    Action('reboot_hard', timeout=600, description='hard reboot (reset)'),
+    Action('pause', timeout=300, description='freeze the guest in memory'),
+    Action('unpause', timeout=300, description='thaw a paused guest'),
+    Action('suspend', timeout=600, description='save the guest to disk'),
+    Action('resume', timeout=600, description='restore a suspended guest'),
+    Action('rescue', saves_return=True, timeout=900,
+           description='boot the rescue image'),
+    Action('unrescue', timeout=900,
+           description='leave rescue, back to where the user was'),
+    Action('resize', saves_return=True, timeout=3600,
+           description='move to a new flavor; the user confirms or reverts'),
+    Action('confirm_resize', timeout=900,
+           description='keep the new flavor, drop the old copy'),
+    Action('revert_resize', timeout=1800,
+           description='go back to the old flavor'),
+    Action('live_migrate', admin_only=True, timeout=3600,
+           description='move the running guest to another host'),
+    Action('snapshot', timeout=3600, description='save an image of the disk'),
+    Action('backup', timeout=3600, description='save a rotated backup image'),
+    Action('set_password', timeout=300,
+           description='set the admin password in the guest'),
+    Action('soft_delete', timeout=600,
+           description='power off and keep the disk until reclaimed'),
+    Action('restore', timeout=600,
+           description='bring a soft-deleted instance back'),
+    Action('delete', kind=KIND_DB, preempts=True, timeout=0,
+           description='hard delete: one database update, always succeeds'),
+    Action('reset_state', kind=KIND_DB, admin_only=True, preempts=True,
+           timeout=0, description='admin: force ACTIVE or ERROR, clear task'),
+)})
+
+# The transitions. One line each; read it as "action: from -> to while task".
+ROWS = (
+    # build: the create request claims it at once, in the same INSERT.
+    Row('build', frozenset({vm.INITIALIZED}), task.BUILDING, vm.ACTIVE),
+    Row('rebuild', frozenset({vm.ACTIVE, vm.STOPPED}), task.REBUILDING,
+        UNCHANGED),
+    # seed 004: a buried instance is built again (PENDING -> BUILD).
+    Row('rebuild', frozenset({vm.PENDING}), task.BUILDING, vm.ACTIVE,
+        'schedules again'),
+    Row('stop', frozenset({vm.ACTIVE, vm.RESCUED}), task.STOPPING,
+        vm.STOPPED),
+    Row('start', frozenset({vm.STOPPED}), task.STARTING, vm.ACTIVE),
+    Row('reboot', frozenset({vm.ACTIVE}), task.REBOOTING, vm.ACTIVE),
+    Row('reboot_hard', frozenset({vm.ACTIVE, vm.STOPPED, vm.PAUSED,
+                                  vm.SUSPENDED}),
+        task.REBOOTING_HARD, vm.ACTIVE),
+    Row('pause', frozenset({vm.ACTIVE}), task.PAUSING, vm.PAUSED),
+    Row('unpause', frozenset({vm.PAUSED}), task.UNPAUSING, vm.ACTIVE),
+    Row('suspend', frozenset({vm.ACTIVE}), task.SUSPENDING, vm.SUSPENDED),
+    Row('resume', frozenset({vm.SUSPENDED}), task.RESUMING, vm.ACTIVE),
+    Row('rescue', frozenset({vm.ACTIVE, vm.STOPPED}), task.RESCUING,
+        vm.RESCUED),
+    Row('unrescue', frozenset({vm.RESCUED}), task.UNRESCUING, RETURN),
+    Row('resize', frozenset({vm.ACTIVE, vm.STOPPED}), task.RESIZING,
+        vm.RESIZED),
+    Row('confirm_resize', frozenset({vm.RESIZED}), task.RESIZE_CONFIRMING,
+        RETURN),
+    Row('revert_resize', frozenset({vm.RESIZED}), task.RESIZE_REVERTING,
+        RETURN),
+    Row('live_migrate', frozenset({vm.ACTIVE, vm.PAUSED}), task.MIGRATING,
+        UNCHANGED),
+    Row('snapshot', frozenset({vm.ACTIVE, vm.STOPPED, vm.PAUSED,
+                               vm.SUSPENDED}),
+        task.IMAGE_SNAPSHOTTING, UNCHANGED),
+    Row('backup', frozenset({vm.ACTIVE, vm.STOPPED, vm.PAUSED,
+                             vm.SUSPENDED}),
+        task.IMAGE_BACKINGUP, UNCHANGED),
+    Row('set_password', frozenset({vm.ACTIVE}), task.UPDATING_PASSWORD,
+        UNCHANGED),
+    Row('soft_delete', _LIVE | {vm.RESIZED}, task.SOFT_DELETING,
+        vm.SOFT_DELETED),
+    Row('restore', frozenset({vm.SOFT_DELETED}), task.RESTORING, vm.ACTIVE),
+    # seed 000: delete is allowed from everywhere, with or without a task.
+    Row('delete', _ALL, None, vm.HARD_DELETED, 'pure database update'),
+    # admin reset: never resurrects a hard-deleted instance; PENDING only
+    # to ERROR (seed 004).
+    Row('reset_state', _ALL - {vm.HARD_DELETED, vm.PENDING}, None, vm.ACTIVE),
+    Row('reset_state', _ALL - {vm.HARD_DELETED}, None, vm.ERROR),
+)
+
+
+class ActionTable:
+    """The rows above as a value: looked up, iterated, never changed."""
+
+    def __init__(self, actions, rows):
+        self.actions = actions
+        self._rows = tuple(rows)
+        self._index = {}
+        self._by_source = {}
+        for row in self._rows:
+            if row.action not in actions:
+                raise ValueError('row for undeclared action %r' % row.action)
+            for source in row.sources:
+                key = (row.action, source, row.target)
+                if key in self._index:
+                    raise ValueError('two rows for %r from %r to %r' % key)
+                self._index[key] = row
+                self._by_source.setdefault((row.action, source), []).append(row)
+
+    def __iter__(self):
+        """Yield ``(source, action, target)`` triples, in table order."""
+        for row in self._rows:
+            for source in sorted(row.sources, key=VM_STATES.index):
+                yield source, row.action, row.target
+
+    @property
+    def rows(self):
+        return self._rows
+
+    def action(self, name):
+        try:
+            return self.actions[name]
+        except KeyError:
+            raise exception.ActionNotFound(
+                action=name, expected=', '.join(sorted(self.actions))) from None
+
+    def allowed_from(self, name, target=None):
+        """The vm_states ``name`` may start from (for ``target`` if given)."""
+        self.action(name)
+        return frozenset(source for (action, source, tgt) in self._index
+                         if action == name and (target is None or tgt == target))
+
+    def targets(self, name):
+        """The explicit targets an action can be asked for (reset_state)."""
+        return sorted({row.target for row in self._rows if row.action == name})
+
+    def row(self, name, vm_state, target=None):
+        """The row for ``name`` from ``vm_state``, or None if not allowed.
+
+        ``target`` picks among rows of an action with several targets from
+        one state (reset_state); it is required for those and refused for
+        the others.
+        """
+        self.action(name)
+        candidates = [row for row in self._by_source.get((name, vm_state), ())
+                      if target is None or row.target == target]
+        if len(candidates) > 1:
+            raise exception.Invalid(
+                reason='%s needs a target state: one of %s'
+                % (name, ', '.join(self.targets(name))))
+        return candidates[0] if candidates else None
+
+    def success_state(self, row, vm_state, return_vm_state):
+        """The vm_state a task of ``row`` that started in ``vm_state`` ends in."""
+        if row.target == UNCHANGED:
+            return vm_state
+        if row.target == RETURN:
+            # A detour always saved where it came from; if that was lost
+            # (an old row), ACTIVE is the state the user most likely had.
+            return return_vm_state or vm.ACTIVE
+        return row.target
+
+    def failure_state(self, name, vm_state, rolled_back):
+        """The vm_state a failed task leaves (DESIGN.md section 1)."""
+        if rolled_back and self.action(name).on_failure == ROLLBACK_OR_ERROR:
+            return vm_state
+        return vm.ERROR
+
+
+TABLE = ActionTable(ACTIONS, ROWS)

@@ -1,0 +1,78 @@
+"""``tristate-manage``: the operator's offline tool.
+
+    tristate-manage [--config-file F] db sync       # create or upgrade the schema
+    tristate-manage [--config-file F] db version    # current and head revision
+    tristate-manage actions                          # print the action table
+    tristate-manage docs states [--output PATH]     # render docs/states.md
+"""
+
+import sys
+
+from oslo_config import cfg
+
+from common import conf as tconf
+from common import docs
+from common.db import engine
+from common.db import migration
+
+
+def _db_sync(conf):
+    database = engine.Database.from_conf(conf)
+    migration.upgrade(database)
+    print('Database %s is at revision %s.' % (
+        database.url.render_as_string(hide_password=True),
+        migration.current_revision(database)))
+
+
+def _db_version(conf):
+    database = engine.Database.from_conf(conf)
+    print('current: %s\nhead: %s' % (migration.current_revision(database),
+                                      migration.head_revision()))
+
+
+def _actions(conf):
+    sys.stdout.write(docs.render_table_text())
+
+
+def _docs(conf):
+    text = docs.render_states_md()
+    if conf.command.output:
+        with open(conf.command.output, 'w') as out:
+            out.write(text)
+        print('wrote %s' % conf.command.output)
+    else:
+        sys.stdout.write(text)
+
+
+def _add_parsers(subparsers):
+    db = subparsers.add_parser('db', help='database schema')
+    db_sub = db.add_subparsers(dest='db_command')
+    db_sub.required = True
+    db_sub.add_parser('sync', help='create or upgrade the schema').set_defaults(
+        func=_db_sync)
+    db_sub.add_parser('version', help='show the schema revision').set_defaults(
+        func=_db_version)
+    subparsers.add_parser('actions', help='print the action table').set_defaults(
+        func=_actions)
+    page = subparsers.add_parser('docs', help='render a generated docs page')
+    page.add_argument('page', choices=['states'])
+    page.add_argument('--output', help='file to write (default: stdout)')
+    page.set_defaults(func=_docs)
+
+
+def main(argv=None, conf=None):
+    conf = conf or tconf.CONF
+    command = cfg.SubCommandOpt('command', title='commands',
+                                handler=_add_parsers, help='what to do')
+    conf.register_cli_opt(command)
+    try:
+        conf(sys.argv[1:] if argv is None else argv, project='tristate')
+        conf.command.func(conf)
+    finally:
+        conf.reset()
+        conf.unregister_opt(command)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

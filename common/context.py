@@ -1,0 +1,60 @@
+"""The RequestContext: who asks, in which request, for which task.
+
+Built on oslo.context and extended with ``task_id`` (DESIGN.md section 3): the
+id claimed for the task travels inside the context of every RPC message of
+that task, and every write the task makes is guarded by it. ``to_dict`` and
+``from_dict`` round-trip every field, so a context survives the bus intact.
+"""
+
+import copy
+
+from oslo_context import context as oslo_context
+
+SYSTEM_USER = 'tristate-system'
+
+
+class RequestContext(oslo_context.RequestContext):
+    """oslo.context's RequestContext plus the task it works for."""
+
+    def __init__(self, *args, task_id=None, **kwargs):
+        kwargs.setdefault('overwrite', False)
+        super().__init__(*args, **kwargs)
+        self.task_id = task_id
+
+    def to_dict(self):
+        values = super().to_dict()
+        values.update({
+            'task_id': self.task_id,
+            'user_name': self.user_name,
+            'project_name': self.project_name,
+        })
+        return values
+
+    @classmethod
+    def from_dict(cls, values, **kwargs):
+        kwargs.setdefault('task_id', values.get('task_id'))
+        return super().from_dict(values, **kwargs)
+
+    def for_task(self, task_id):
+        """A copy of this context that works for ``task_id``."""
+        ctx = copy.copy(self)
+        ctx.task_id = task_id
+        return ctx
+
+    def elevated(self):
+        """A copy with admin rights, same user and request ids."""
+        ctx = copy.copy(self)
+        ctx.is_admin = True
+        ctx.roles = sorted(set(ctx.roles or []) | {'admin'})
+        return ctx
+
+    @property
+    def who(self):
+        """How the action log names the requester."""
+        return '%s/%s' % (self.user_id or '-', self.project_id or '-')
+
+
+def get_admin_context(task_id=None):
+    """The context of Tristate's own work (reconcile, reaper, reclaim)."""
+    return RequestContext(user_id=SYSTEM_USER, project_id=SYSTEM_USER,
+                          is_admin=True, roles=['admin'], task_id=task_id)

@@ -1,0 +1,504 @@
+"""The task gateway's database half: every state change is one conditional UPDATE.
+
+DESIGN.md sections 3 and 4, made real:
+
+* :meth:`StateDB.claim_task`: ``SET task_id, task_state ... WHERE task_id IS
+  NULL AND vm_state IN (allowed)``. Zero rows means denied; a read then says
+  why. Two claims can never both win, on SQLite or PostgreSQL.
+* :meth:`~StateDB.update_progress`, :meth:`~StateDB.finish_task`,
+  :meth:`~StateDB.fail_task`, :meth:`~StateDB.bury`: ``WHERE task_id =
+  :task_id``. Zero rows means the task was preempted: the caller is told
+  (:class:`~common.exception.TaskPreempted`) and nothing changes.
+* :meth:`~StateDB.hard_delete`: always succeeds while the database answers;
+  clears any task, frees the instance's allocations in the same transaction.
+* :meth:`~StateDB.reset_state`: admin's way out, also preempting.
+* :meth:`~StateDB.store_power_report`: bottom-up, ignored when older than the
+  last report stored.
+
+Every method returns plain dicts, never ORM rows, and runs in one retried
+transaction (:class:`common.db.engine.Database`). The action log is written in
+the same transaction as the change it records.
+"""
+
+import datetime
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from common import actions
+from common import exception
+from common import states
+from common.db import models
+from common.states import vm
+
+I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
+H = models.Host.__table__
+A = models.Allocation.__table__
+LOGT = models.InstanceAction.__table__
+
+TABLE = actions.TABLE
+
+# Columns a finishing task may set besides the states (resize, rebuild, ...).
+FINISH_COLUMNS = frozenset({'host', 'flavor_name', 'vcpus', 'memory_mb',
+                            'disk_gb', 'image_ref', 'launched_at'})
+CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
+                            'vcpus', 'memory_mb', 'disk_gb', 'image_ref',
+                            'user_shutdown_policy', 'crash_policy'})
+_CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,
+               'task_started_at': None, 'task_updated_at': None,
+               'progress_step': None, 'progress_percent': 0}
+
+
+def utcnow():
+    """Naive UTC, as stored."""
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+def new_uuid():
+    return str(uuidlib.uuid4())
+
+
+def _one(conn, query):
+    row = conn.execute(query).first()
+    return dict(row._mapping) if row is not None else None
+
+
+class StateDB:
+    """Conditional-update API over one :class:`~common.db.engine.Database`.
+
+    ``clock`` returns the current naive-UTC datetime; tests inject their own.
+    """
+
+    def __init__(self, database, *, clock=utcnow):
+        self.db = database
+        self.clock = clock
+
+    # --- reads --------------------------------------------------------------
+
+    def get_instance(self, instance_uuid):
+        return self.db.transaction(self._get, instance_uuid, readonly=True)
+
+    def _get(self, conn, instance_uuid, lock=False):
+        query = sa.select(I).where(I.c.uuid == instance_uuid)
+        if lock:
+            # PostgreSQL: hold the row for this transaction (SQLite's
+            # BEGIN IMMEDIATE already serialises writers).
+            query = query.with_for_update()
+        inst = _one(conn, query)
+        if inst is None:
+            raise exception.InstanceNotFound(instance=instance_uuid)
+        return inst
+
+    def list_instances(self, *, project_id=None, host=None,
+                       include_deleted=False):
+        query = sa.select(I).order_by(I.c.created_at, I.c.uuid)
+        if project_id is not None:
+            query = query.where(I.c.project_id == project_id)
+        if host is not None:
+            query = query.where(I.c.host == host)
+        if not include_deleted:
+            query = query.where(I.c.vm_state != vm.HARD_DELETED)
+        return self.db.transaction(
+            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
+            readonly=True)
+
+    def list_actions(self, instance_uuid):
+        query = (sa.select(LOGT).where(LOGT.c.instance_uuid == instance_uuid)
+                 .order_by(LOGT.c.started_at, LOGT.c.id))
+        return self.db.transaction(
+            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
+            readonly=True)
+
+    def get_action(self, task_id):
+        return self.db.transaction(
+            lambda conn: _one(conn, sa.select(LOGT).where(
+                LOGT.c.task_id == task_id)), readonly=True)
+
+    # --- create -------------------------------------------------------------
+
+    def create_instance(self, ctx, values, *, task_id=None):
+        """Insert a new instance, INITIALIZED with its build task claimed."""
+        unknown = set(values) - CREATE_COLUMNS
+        if unknown:
+            raise exception.Invalid(reason='unknown instance fields %s; '
+                                    'expected only %s' % (sorted(unknown),
+                                                          sorted(CREATE_COLUMNS)))
+        task_id = task_id or new_uuid()
+        row = TABLE.row('build', vm.INITIALIZED)
+        now = self.clock()
+        record = dict(values, uuid=values.get('uuid') or new_uuid(),
+                      vm_state=vm.INITIALIZED, task_id=task_id,
+                      task_state=row.task_state, task_action='build',
+                      task_started_at=now, task_updated_at=now,
+                      progress_step=None, progress_percent=0,
+                      power_state=states.power.NOSTATE, power_seq=0,
+                      created_at=now, updated_at=now)
+        record.setdefault('user_shutdown_policy', 'stop')
+        record.setdefault('crash_policy', 'restart')
+
+        def txn(conn):
+            conn.execute(sa.insert(I).values(**record))
+            self._log_start(conn, ctx, record['uuid'], task_id, 'build',
+                            vm.INITIALIZED, now)
+            return dict(record)
+        return self.db.transaction(txn)
+
+    # --- claim --------------------------------------------------------------
+
+    def claim_task(self, ctx, instance_uuid, action, *, task_id=None):
+        """Claim ``action`` on the instance; return the claimed instance.
+
+        Raises :class:`~common.exception.ActionNotAllowed` with the full reason
+        when the table denies it or a task runs, ``InstanceNotFound`` when
+        there is no such instance.
+        """
+        spec = TABLE.action(action)
+        if spec.kind != actions.KIND_TASK:
+            raise exception.Invalid(reason='%s is not a task; it is done by '
+                                    'its own call' % action)
+        task_id = task_id or new_uuid()
+        return self.db.transaction(self._claim, ctx, instance_uuid, action,
+                                   spec, task_id)
+
+    def _claim(self, conn, ctx, instance_uuid, action, spec, task_id):
+        allowed = TABLE.allowed_from(action)
+        task_by_source = {src: TABLE.row(action, src).task_state
+                          for src in allowed}
+        now = self.clock()
+        values = {
+            'task_id': task_id,
+            'task_state': sa.case(task_by_source, value=I.c.vm_state),
+            'task_action': action, 'task_started_at': now,
+            'task_updated_at': now, 'progress_step': None,
+            'progress_percent': 0, 'updated_at': now,
+        }
+        if spec.saves_return:
+            values['return_vm_state'] = I.c.vm_state
+        claimed = _one(conn, sa.update(I).where(
+            I.c.uuid == instance_uuid, I.c.task_id.is_(None),
+            I.c.vm_state.in_(sorted(allowed))).values(**values).returning(*I.c))
+        if claimed is None:
+            self._explain_denial(conn, instance_uuid, action, allowed)
+        self._log_start(conn, ctx, instance_uuid, task_id, action,
+                        claimed['vm_state'], now)
+        return claimed
+
+    def _explain_denial(self, conn, instance_uuid, action, allowed):
+        inst = self._get(conn, instance_uuid)
+        raise exception.ActionNotAllowed(
+            action=action, instance=instance_uuid, vm_state=inst['vm_state'],
+            task_state=inst['task_state'], task_id=inst['task_id'],
+            allowed=allowed)
+
+    # --- during and at the end of a task --------------------------------------
+
+    def update_progress(self, ctx, instance_uuid, *, step=None, percent=None):
+        """Record progress of the task ``ctx.task_id``; preempted if not its."""
+        values = {'task_updated_at': self.clock()}
+        if step is not None:
+            values['progress_step'] = step
+        if percent is not None:
+            if not 0 <= percent <= 100:
+                raise exception.Invalid(reason='progress percent %r is not '
+                                        'within 0-100' % percent)
+            values['progress_percent'] = int(percent)
+
+        def txn(conn):
+            res = conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid,
+                I.c.task_id == ctx.task_id).values(**values))
+            if res.rowcount != 1:
+                self._preempted(conn, instance_uuid, ctx.task_id)
+        self.db.transaction(txn)
+
+    def finish_task(self, ctx, instance_uuid, *, values=None, power=None):
+        """End ``ctx.task_id`` successfully: the table's vm_state, task cleared.
+
+        ``power`` is an optional power report (see :meth:`store_power_report`)
+        stored in the same update if it is newer than the one stored.
+        Returns ``(before, after)`` dicts of the instance.
+        """
+        extra = dict(values or {})
+        unknown = set(extra) - FINISH_COLUMNS
+        if unknown:
+            raise exception.Invalid(reason='a task may not set %s; allowed: %s'
+                                    % (sorted(unknown), sorted(FINISH_COLUMNS)))
+
+        def target(inst):
+            row = TABLE.row(inst['task_action'], inst['vm_state'])
+            return (TABLE.success_state(row, inst['vm_state'],
+                                        inst['return_vm_state']),
+                    states.RESULT_SUCCESS)
+        return self._end_task(ctx, instance_uuid, target, extra, power, None)
+
+    def fail_task(self, ctx, instance_uuid, *, error, rolled_back,
+                  power=None):
+        """End ``ctx.task_id`` in failure: unchanged if rolled back, else ERROR."""
+        def target(inst):
+            new = TABLE.failure_state(inst['task_action'], inst['vm_state'],
+                                      rolled_back)
+            result = (states.RESULT_ROLLED_BACK if new == inst['vm_state']
+                      else states.RESULT_ERROR)
+            return new, result
+        return self._end_task(ctx, instance_uuid, target, {}, power, error)
+
+    def bury(self, ctx, instance_uuid, *, reason, use_pending):
+        """No valid host for the build ``ctx.task_id``: PENDING or ERROR."""
+        new = vm.PENDING if use_pending else vm.ERROR
+        return self._end_task(ctx, instance_uuid,
+                              lambda inst: (new, states.RESULT_BURIED),
+                              {}, None, reason)
+
+    def _end_task(self, ctx, instance_uuid, decide, extra, power, message):
+        def txn(conn):
+            inst = _one(conn, sa.select(I).where(
+                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id))
+            if inst is None:
+                self._preempted(conn, instance_uuid, ctx.task_id)
+            new_state, result = decide(inst)
+            now = self.clock()
+            values = dict(extra, **_CLEAR_TASK, vm_state=new_state,
+                          updated_at=now)
+            if power is not None and power['seq'] > inst['power_seq']:
+                values.update(self._power_values(power, now))
+            res = conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid,
+                I.c.task_id == ctx.task_id).values(**values))
+            if res.rowcount != 1:
+                self._preempted(conn, instance_uuid, ctx.task_id)
+            self._log_end(conn, ctx.task_id, result, new_state, message, now)
+            after = dict(inst, **values)
+            return inst, after
+        return self.db.transaction(txn)
+
+    def _preempted(self, conn, instance_uuid, task_id):
+        inst = _one(conn, sa.select(I.c.vm_state, I.c.task_id).where(
+            I.c.uuid == instance_uuid))
+        if inst is None:
+            raise exception.InstanceNotFound(instance=instance_uuid)
+        if inst['vm_state'] == vm.HARD_DELETED:
+            reason = 'the instance was hard-deleted'
+        elif inst['task_id']:
+            reason = 'task %s now holds the instance' % inst['task_id']
+        else:
+            reason = 'the task was ended (reset, timed out or finished before)'
+        raise exception.TaskPreempted(task_id=task_id, instance=instance_uuid,
+                                      reason=reason)
+
+    # --- preempting database-only actions -------------------------------------
+
+    def hard_delete(self, ctx, instance_uuid):
+        """Mark the instance HARD_DELETED at once and free what it holds.
+
+        Always succeeds while the database answers: preempts any task, needs
+        no agent. Deleting a hard-deleted instance again succeeds and changes
+        nothing. Returns ``(before, after)``.
+        """
+        def txn(conn):
+            before = self._get(conn, instance_uuid, lock=True)
+            if before['vm_state'] == vm.HARD_DELETED:
+                return before, before
+            now = self.clock()
+            values = dict(_CLEAR_TASK, vm_state=vm.HARD_DELETED,
+                          hard_deleted_at=now, updated_at=now)
+            conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid,
+                I.c.vm_state != vm.HARD_DELETED).values(**values))
+            self._preempt_log(conn, instance_uuid, now)
+            self._free_allocations(conn, instance_uuid)
+            self._log_instant(conn, ctx, instance_uuid, 'delete',
+                              before['vm_state'], vm.HARD_DELETED, now)
+            return before, dict(before, **values)
+        return self.db.transaction(txn)
+
+    def reset_state(self, ctx, instance_uuid, target):
+        """Admin reset to ``target`` (ACTIVE or ERROR), clearing any task."""
+        allowed = TABLE.allowed_from('reset_state', target)
+        if target not in TABLE.targets('reset_state'):
+            raise exception.InvalidState(
+                field='reset_state target', value=target,
+                expected=', '.join(TABLE.targets('reset_state')))
+
+        def txn(conn):
+            now = self.clock()
+            values = dict(_CLEAR_TASK, vm_state=target, updated_at=now)
+            before = self._get(conn, instance_uuid, lock=True)
+            res = conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid,
+                I.c.vm_state.in_(sorted(allowed))).values(**values))
+            if res.rowcount != 1:
+                self._explain_denial(conn, instance_uuid, 'reset_state',
+                                     allowed)
+            self._preempt_log(conn, instance_uuid, now)
+            self._log_instant(conn, ctx, instance_uuid, 'reset_state',
+                              before['vm_state'], target, now)
+            return before, dict(before, **values)
+        return self.db.transaction(txn)
+
+    # --- power reports (bottom-up) --------------------------------------------
+
+    @staticmethod
+    def _power_values(power, now):
+        return {'power_state': states.normalize_power_state(power['state']),
+                'power_reason': power.get('reason'),
+                'power_seq': power['seq'], 'power_reported_at': now}
+
+    def store_power_report(self, instance_uuid, *, host, state, seq,
+                           reason=None):
+        """Store what ``host``'s agent saw; ignored if older than the last.
+
+        Accepted only for an instance placed on ``host``. Returns the stored
+        instance, or None when the report was ignored.
+        """
+        power = {'state': state, 'reason': reason, 'seq': int(seq)}
+        if reason is not None and reason not in states.POWER_REASONS:
+            raise exception.InvalidState(field='power reason', value=reason,
+                                         expected=', '.join(states.POWER_REASONS))
+        values = self._power_values(power, self.clock())
+        return self.db.transaction(lambda conn: _one(conn, sa.update(I).where(
+            I.c.uuid == instance_uuid, I.c.host == host,
+            I.c.power_seq < power['seq']).values(**values).returning(*I.c)))
+
+    # --- hosts and allocations --------------------------------------------------
+
+    def host_heartbeat(self, host, *, vcpus, memory_mb, disk_gb,
+                       agent_started_at=None):
+        """Record an agent's heartbeat and capacity, creating the host."""
+        now = self.clock()
+        values = {'vcpus': vcpus, 'memory_mb': memory_mb, 'disk_gb': disk_gb,
+                  'last_heartbeat': now, 'updated_at': now}
+        if agent_started_at is not None:
+            values['agent_started_at'] = agent_started_at
+
+        def txn(conn):
+            before = _one(conn, sa.select(H).where(H.c.name == host))
+            if before is None:
+                conn.execute(sa.insert(H).values(
+                    name=host, used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
+                    enabled=True, created_at=now, **values))
+            else:
+                conn.execute(sa.update(H).where(H.c.name == host)
+                             .values(**values))
+            return before
+        return self.db.transaction(txn)
+
+    def get_host(self, host):
+        def txn(conn):
+            found = _one(conn, sa.select(H).where(H.c.name == host))
+            if found is None:
+                raise exception.HostNotFound(host=host)
+            return found
+        return self.db.transaction(txn, readonly=True)
+
+    def list_hosts(self):
+        query = sa.select(H).order_by(H.c.name)
+        return self.db.transaction(
+            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
+            readonly=True)
+
+    def set_host_enabled(self, host, enabled, reason=None):
+        def txn(conn):
+            res = conn.execute(sa.update(H).where(H.c.name == host).values(
+                enabled=enabled, disabled_reason=None if enabled else reason,
+                updated_at=self.clock()))
+            if res.rowcount != 1:
+                raise exception.HostNotFound(host=host)
+        self.db.transaction(txn)
+
+    def allocate(self, ctx, instance_uuid, host, *, vcpus, memory_mb, disk_gb,
+                 ratios=(1.0, 1.0, 1.0)):
+        """Take resources on ``host`` for the task ``ctx.task_id``.
+
+        One conditional UPDATE that fails if the host no longer has room
+        under the allocation ratios (so concurrent conductors never
+        over-commit), and the instance's ``host`` set in the same
+        transaction, guarded by the task_id.
+        """
+        cpu_ratio, ram_ratio, disk_ratio = ratios
+
+        def txn(conn):
+            res = conn.execute(sa.update(H).where(
+                H.c.name == host, H.c.enabled.is_(True),
+                H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
+                H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
+                H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio,
+            ).values(used_vcpus=H.c.used_vcpus + vcpus,
+                     used_memory_mb=H.c.used_memory_mb + memory_mb,
+                     used_disk_gb=H.c.used_disk_gb + disk_gb))
+            if res.rowcount != 1:
+                raise exception.HostCapacityExceeded(
+                    host=host, vcpus=vcpus, memory_mb=memory_mb,
+                    disk_gb=disk_gb)
+            res = conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id)
+                .values(host=host, updated_at=self.clock()))
+            if res.rowcount != 1:
+                self._preempted(conn, instance_uuid, ctx.task_id)
+            conn.execute(sa.insert(A).values(
+                instance_uuid=instance_uuid, host=host, vcpus=vcpus,
+                memory_mb=memory_mb, disk_gb=disk_gb,
+                created_at=self.clock()))
+        self.db.transaction(txn)
+
+    def free_allocations(self, ctx, instance_uuid, *, host=None):
+        """Give back what the task ``ctx.task_id`` holds (rolled back build)."""
+        def txn(conn):
+            res = conn.execute(sa.select(I.c.uuid).where(
+                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id))
+            if res.first() is None:
+                self._preempted(conn, instance_uuid, ctx.task_id)
+            self._free_allocations(conn, instance_uuid, host=host)
+        self.db.transaction(txn)
+
+    def _free_allocations(self, conn, instance_uuid, host=None):
+        query = sa.delete(A).where(A.c.instance_uuid == instance_uuid)
+        if host is not None:
+            query = query.where(A.c.host == host)
+        freed = conn.execute(query.returning(
+            A.c.host, A.c.vcpus, A.c.memory_mb, A.c.disk_gb)).all()
+        for alloc in freed:
+            conn.execute(sa.update(H).where(H.c.name == alloc.host).values(
+                used_vcpus=H.c.used_vcpus - alloc.vcpus,
+                used_memory_mb=H.c.used_memory_mb - alloc.memory_mb,
+                used_disk_gb=H.c.used_disk_gb - alloc.disk_gb))
+        return len(freed)
+
+    def list_allocations(self, *, instance_uuid=None, host=None):
+        query = sa.select(A).order_by(A.c.id)
+        if instance_uuid is not None:
+            query = query.where(A.c.instance_uuid == instance_uuid)
+        if host is not None:
+            query = query.where(A.c.host == host)
+        return self.db.transaction(
+            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
+            readonly=True)
+
+    # --- the action log ---------------------------------------------------------
+
+    @staticmethod
+    def _log_start(conn, ctx, instance_uuid, task_id, action, vm_state, now):
+        conn.execute(sa.insert(LOGT).values(
+            task_id=task_id, instance_uuid=instance_uuid, action=action,
+            user_id=ctx.user_id, project_id=ctx.project_id,
+            request_id=ctx.request_id, started_at=now,
+            result=states.RESULT_RUNNING, vm_state_before=vm_state))
+
+    @staticmethod
+    def _log_end(conn, task_id, result, vm_state, message, now):
+        conn.execute(sa.update(LOGT).where(LOGT.c.task_id == task_id).values(
+            finished_at=now, result=result, vm_state_after=vm_state,
+            message=message))
+
+    def _log_instant(self, conn, ctx, instance_uuid, action, before, after,
+                     now):
+        task_id = new_uuid()
+        self._log_start(conn, ctx, instance_uuid, task_id, action, before, now)
+        self._log_end(conn, task_id, states.RESULT_SUCCESS, after, None, now)
+
+    @staticmethod
+    def _preempt_log(conn, instance_uuid, now):
+        conn.execute(sa.update(LOGT).where(
+            LOGT.c.instance_uuid == instance_uuid,
+            LOGT.c.result == states.RESULT_RUNNING).values(
+                finished_at=now, result=states.RESULT_PREEMPTED,
+                message='preempted by a hard delete or an admin reset'))

@@ -1,0 +1,157 @@
+"""Engines, transactions and the bounded retry of transient errors.
+
+A :class:`Database` owns one SQLAlchemy engine. Every unit of work is a
+function of a connection run by :meth:`Database.transaction`, which retries
+the *whole* transaction (with tenacity, exponential backoff, bounded) when it
+fails for a transient reason: a deadlock or serialization failure, a lost
+connection, SQLite's "database is locked". After the bound the caller gets
+:class:`~common.exception.DBUnavailable` naming the attempts and the cause.
+
+SQLite runs in WAL mode; write transactions start with ``BEGIN IMMEDIATE`` so
+that two writers queue for the lock instead of failing half-way through.
+"""
+
+import logging
+import os
+import time
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
+import tenacity
+
+from common import exception
+
+LOG = logging.getLogger(__name__)
+
+# PostgreSQL SQLSTATEs worth another attempt: serialization failure,
+# deadlock, admin shutdown, crash shutdown, cannot connect now.
+_PG_TRANSIENT = {'40001', '40P01', '57P01', '57P02', '57P03'}
+
+
+def is_transient(err):
+    """True if ``err`` may succeed when the transaction is tried again."""
+    if not isinstance(err, sa_exc.DBAPIError):
+        return False
+    if err.connection_invalidated:
+        return True
+    orig = err.orig
+    code = getattr(orig, 'pgcode', None)
+    if code is not None:
+        return code in _PG_TRANSIENT or code.startswith('08')
+    if not isinstance(err, sa_exc.OperationalError):
+        return False
+    text = str(orig).lower()
+    if 'locked' in text or 'busy' in text:      # SQLite
+        return True
+    # psycopg2 reports a lost or refused connection with no SQLSTATE.
+    return type(orig).__module__.startswith('psycopg')
+
+
+def default_sqlite_url(state_dir):
+    os.makedirs(state_dir, exist_ok=True)
+    return 'sqlite:///%s' % os.path.join(state_dir, 'tristate.sqlite')
+
+
+class Database:
+    """One engine and the retry policy around its transactions."""
+
+    def __init__(self, url, *, sqlite_synchronous='NORMAL',
+                 sqlite_busy_timeout=5.0, max_retries=5, retry_interval=0.05,
+                 max_retry_interval=1.0, pool_size=10, max_overflow=20,
+                 pool_timeout=10):
+        self.url = sa.engine.make_url(url)
+        self.max_retries = max_retries
+        self.retry_interval = retry_interval
+        self.max_retry_interval = max_retry_interval
+        if self.is_sqlite:
+            self.engine = self._sqlite_engine(sqlite_synchronous,
+                                              sqlite_busy_timeout)
+        else:
+            self.engine = sa.create_engine(
+                self.url, pool_size=pool_size, max_overflow=max_overflow,
+                pool_timeout=pool_timeout, pool_pre_ping=True,
+                future=True)
+
+    @classmethod
+    def from_conf(cls, conf):
+        db = conf.database
+        url = db.connection or default_sqlite_url(conf.state_dir)
+        return cls(url, sqlite_synchronous=db.sqlite_synchronous,
+                   sqlite_busy_timeout=db.sqlite_busy_timeout,
+                   max_retries=db.max_retries,
+                   retry_interval=db.retry_interval,
+                   max_retry_interval=db.max_retry_interval,
+                   pool_size=db.pool_size, max_overflow=db.max_overflow,
+                   pool_timeout=db.pool_timeout)
+
+    @property
+    def is_sqlite(self):
+        return self.url.get_backend_name() == 'sqlite'
+
+    def _sqlite_engine(self, synchronous, busy_timeout):
+        memory = self.url.database in (None, '', ':memory:')
+        kwargs = {'connect_args': {'check_same_thread': False,
+                                   'timeout': busy_timeout}}
+        if memory:
+            # One shared connection, or every checkout sees an empty db.
+            kwargs['poolclass'] = sa.pool.StaticPool
+        engine = sa.create_engine(self.url, **kwargs)
+
+        @event.listens_for(engine, 'connect')
+        def _on_connect(dbapi_conn, _record):
+            # Let SQLAlchemy's "begin" event below issue BEGIN itself.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            if not memory:
+                cur.execute('PRAGMA journal_mode=WAL')
+            cur.execute('PRAGMA synchronous=%s' % synchronous)
+            cur.execute('PRAGMA foreign_keys=ON')
+            cur.close()
+
+        @event.listens_for(engine, 'begin')
+        def _on_begin(conn):
+            if conn.get_execution_options().get('tristate_readonly'):
+                conn.exec_driver_sql('BEGIN')
+            else:
+                conn.exec_driver_sql('BEGIN IMMEDIATE')
+
+        return engine
+
+    def transaction(self, fn, *args, readonly=False, **kwargs):
+        """Run ``fn(conn, *args, **kwargs)`` in one transaction, retried.
+
+        ``fn`` must be safe to run again from the start: it is, because the
+        transaction it ran in was rolled back.
+        """
+        started = time.monotonic()
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.max_retries),
+            wait=tenacity.wait_exponential(multiplier=self.retry_interval,
+                                           max=self.max_retry_interval),
+            retry=tenacity.retry_if_exception(is_transient),
+            before_sleep=self._log_retry,
+            reraise=False)
+        try:
+            return retrying(self._run_once, fn, args, kwargs, readonly)
+        except tenacity.RetryError as err:
+            last = err.last_attempt.exception()
+            raise exception.DBUnavailable(
+                attempts=err.last_attempt.attempt_number,
+                seconds=time.monotonic() - started,
+                reason=str(getattr(last, 'orig', last)).strip()) from last
+
+    def _run_once(self, fn, args, kwargs, readonly):
+        engine = self.engine
+        if readonly:
+            engine = engine.execution_options(tristate_readonly=True)
+        with engine.begin() as conn:
+            return fn(conn, *args, **kwargs)
+
+    @staticmethod
+    def _log_retry(state):
+        LOG.warning('Transient database error, attempt %d: %s',
+                    state.attempt_number, state.outcome.exception())
+
+    def dispose(self):
+        self.engine.dispose()

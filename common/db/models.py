@@ -1,0 +1,140 @@
+"""The tables, as SQLAlchemy 2 models. Alembic's migrations must agree (a test
+compares them); change both in one commit.
+
+Nothing outside :mod:`common.db.api` writes these tables: every state change
+is one of its conditional UPDATEs.
+"""
+
+import datetime
+
+from sqlalchemy import BigInteger
+from sqlalchemy import Boolean
+from sqlalchemy import DateTime
+from sqlalchemy import ForeignKey
+from sqlalchemy import Integer
+from sqlalchemy import MetaData
+from sqlalchemy import String
+from sqlalchemy import Text
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import Mapped
+from sqlalchemy.orm import mapped_column
+
+NAMING = {
+    'ix': 'ix_%(table_name)s_%(column_0_name)s',
+    'uq': 'uq_%(table_name)s_%(column_0_name)s',
+    'fk': 'fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s',
+    'pk': 'pk_%(table_name)s',
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+_uuid = String(36)
+_name = String(255)
+_state = String(32)
+
+
+class Instance(Base):
+    """One virtual machine and its three states (DESIGN.md section 1)."""
+    __tablename__ = 'instances'
+
+    uuid: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    name: Mapped[str] = mapped_column(_name)
+    project_id: Mapped[str] = mapped_column(_name, index=True)
+    user_id: Mapped[str] = mapped_column(_name)
+    host: Mapped[str | None] = mapped_column(_name, index=True)
+
+    flavor_name: Mapped[str] = mapped_column(_name)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    disk_gb: Mapped[int] = mapped_column(Integer)
+    image_ref: Mapped[str] = mapped_column(_name)
+
+    vm_state: Mapped[str] = mapped_column(_state, index=True)
+    # Where RETURN rows (unrescue, confirm/revert resize) go back to.
+    return_vm_state: Mapped[str | None] = mapped_column(_state)
+    task_state: Mapped[str | None] = mapped_column(_state)
+    task_id: Mapped[str | None] = mapped_column(_uuid, unique=True)
+    task_action: Mapped[str | None] = mapped_column(_state)
+    task_started_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    # Last claim or progress of the running task: the reaper's clock.
+    task_updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    progress_step: Mapped[str | None] = mapped_column(_state)
+    progress_percent: Mapped[int] = mapped_column(Integer, default=0)
+
+    power_state: Mapped[int] = mapped_column(Integer, default=0)
+    power_reason: Mapped[str | None] = mapped_column(String(16))
+    # The agent's sequence of the last report stored: older ones are ignored.
+    power_seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    power_reported_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+    user_shutdown_policy: Mapped[str] = mapped_column(String(16))
+    crash_policy: Mapped[str] = mapped_column(String(16))
+
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    launched_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    soft_deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    hard_deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class Host(Base):
+    """A hypervisor host: what its agent reports and what is allocated on it."""
+    __tablename__ = 'hosts'
+
+    name: Mapped[str] = mapped_column(_name, primary_key=True)
+    vcpus: Mapped[int] = mapped_column(Integer, default=0)
+    memory_mb: Mapped[int] = mapped_column(Integer, default=0)
+    disk_gb: Mapped[int] = mapped_column(Integer, default=0)
+    # Sums of the allocations below, kept in the same transactions, so that
+    # the scheduler allocates with one conditional UPDATE.
+    used_vcpus: Mapped[int] = mapped_column(Integer, default=0)
+    used_memory_mb: Mapped[int] = mapped_column(Integer, default=0)
+    used_disk_gb: Mapped[int] = mapped_column(Integer, default=0)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    disabled_reason: Mapped[str | None] = mapped_column(_name)
+    last_heartbeat: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    # When the agent process now reporting started: a change means a restart.
+    agent_started_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class Allocation(Base):
+    """Resources one instance holds on one host (two during a resize)."""
+    __tablename__ = 'allocations'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('instances.uuid'), index=True)
+    host: Mapped[str] = mapped_column(_name, ForeignKey('hosts.name'),
+                                      index=True)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    disk_gb: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class InstanceAction(Base):
+    """The action log: one row per task, so "what happened to this VM" has
+    an answer (DESIGN.md section 3, step 5)."""
+    __tablename__ = 'instance_actions'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    task_id: Mapped[str] = mapped_column(_uuid, unique=True)
+    instance_uuid: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('instances.uuid'), index=True)
+    action: Mapped[str] = mapped_column(_state)
+    user_id: Mapped[str | None] = mapped_column(_name)
+    project_id: Mapped[str | None] = mapped_column(_name)
+    request_id: Mapped[str | None] = mapped_column(_name)
+    started_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    finished_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    result: Mapped[str] = mapped_column(String(16), index=True)
+    vm_state_before: Mapped[str | None] = mapped_column(_state)
+    vm_state_after: Mapped[str | None] = mapped_column(_state)
+    message: Mapped[str | None] = mapped_column(Text)

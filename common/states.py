@@ -1,0 +1,172 @@
+"""The three states of an instance, as constants and groups only (DESIGN.md section 1).
+
+* ``power_state``: what the hypervisor says, reported bottom-up by the agent.
+  Integers in libvirt's numbering, so a report can be stored as it came.
+* ``vm_state``: the stable state the user expects when no task runs. Adjectives.
+* ``task_state``: the one task in progress, verb+ING, ``None`` when idle.
+
+Which action may start from which vm_state, and where it leads, lives in
+:mod:`common.actions`; nothing here encodes a transition.
+"""
+
+# --- power_state -----------------------------------------------------------
+
+class power:
+    """power_state values (libvirt's numbering)."""
+    NOSTATE = 0
+    RUNNING = 1
+    PAUSED = 3
+    SHUTDOWN = 4
+    CRASHED = 6
+    SUSPENDED = 7
+
+
+POWER_STATES = {
+    power.NOSTATE: 'NOSTATE',
+    power.RUNNING: 'RUNNING',
+    power.PAUSED: 'PAUSED',
+    power.SHUTDOWN: 'SHUTDOWN',
+    power.CRASHED: 'CRASHED',
+    power.SUSPENDED: 'SUSPENDED',
+}
+
+# Obsolete names and numbers (seed 000), accepted on input, never stored.
+_OBSOLETE_POWER = {
+    'BLOCKED': power.RUNNING, 2: power.RUNNING,
+    'SHUTOFF': power.SHUTDOWN, 5: power.SHUTDOWN,
+    'FAILED': power.NOSTATE, 8: power.NOSTATE,
+}
+_POWER_BY_NAME = {name: value for value, name in POWER_STATES.items()}
+
+
+def normalize_power_state(value):
+    """Return the stored power_state for ``value`` (a number or a name).
+
+    Obsolete names and numbers (BLOCKED, SHUTOFF, FAILED) are mapped to their
+    current meaning. Anything else raises ``ValueError`` naming what is accepted.
+    """
+    if isinstance(value, bool):
+        raise ValueError('power_state must be a number or a name, not a boolean')
+    key = value.upper() if isinstance(value, str) else value
+    if key in POWER_STATES:
+        return key
+    if key in _POWER_BY_NAME:
+        return _POWER_BY_NAME[key]
+    if key in _OBSOLETE_POWER:
+        return _OBSOLETE_POWER[key]
+    accepted = sorted(_POWER_BY_NAME) + ['BLOCKED', 'SHUTOFF', 'FAILED']
+    raise ValueError('unknown power_state %r: expected one of %s or their '
+                     'numbers %s' % (value, ', '.join(accepted),
+                                     sorted(POWER_STATES)))
+
+
+def power_state_name(value):
+    """The display name of a stored power_state (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    return POWER_STATES[value]
+
+
+# Why a domain is not running, as far as the hypervisor can tell.
+REASON_GUEST = 'guest'        # the guest powered itself off
+REASON_HOST = 'host'          # destroyed, or the host shut it down
+REASON_CRASHED = 'crashed'
+REASON_SAVED = 'saved'        # managed save (suspend to disk)
+REASON_UNKNOWN = 'unknown'
+POWER_REASONS = (REASON_GUEST, REASON_HOST, REASON_CRASHED, REASON_SAVED,
+                 REASON_UNKNOWN)
+
+# --- vm_state ----------------------------------------------------------------
+
+class vm:
+    """vm_state values: stable, adjectives (seeds 000 and 004)."""
+    INITIALIZED = 'initialized'
+    ACTIVE = 'active'
+    RESCUED = 'rescued'
+    PAUSED = 'paused'
+    SUSPENDED = 'suspended'
+    STOPPED = 'stopped'
+    SOFT_DELETED = 'soft_deleted'
+    HARD_DELETED = 'hard_deleted'
+    RESIZED = 'resized'
+    ERROR = 'error'
+    PENDING = 'pending'
+
+
+VM_STATES = (vm.INITIALIZED, vm.ACTIVE, vm.RESCUED, vm.PAUSED, vm.SUSPENDED,
+             vm.STOPPED, vm.SOFT_DELETED, vm.HARD_DELETED, vm.RESIZED,
+             vm.ERROR, vm.PENDING)
+
+# --- task_state ----------------------------------------------------------------
+
+
+class task:
+    """task_state values: one per compute action, verb+ING."""
+    BUILDING = 'building'
+    REBUILDING = 'rebuilding'
+    STOPPING = 'stopping'
+    STARTING = 'starting'
+    REBOOTING = 'rebooting'
+    REBOOTING_HARD = 'rebooting_hard'
+    PAUSING = 'pausing'
+    UNPAUSING = 'unpausing'
+    SUSPENDING = 'suspending'
+    RESUMING = 'resuming'
+    RESCUING = 'rescuing'
+    UNRESCUING = 'unrescuing'
+    RESIZING = 'resizing'
+    RESIZE_CONFIRMING = 'resize_confirming'
+    RESIZE_REVERTING = 'resize_reverting'
+    MIGRATING = 'migrating'
+    IMAGE_SNAPSHOTTING = 'image_snapshotting'
+    IMAGE_BACKINGUP = 'image_backingup'
+    UPDATING_PASSWORD = 'updating_password'
+    SOFT_DELETING = 'soft_deleting'
+    RESTORING = 'restoring'
+    # Tasks that reconcile runs on its own (DESIGN.md section 5).
+    POWERING_OFF = 'powering_off'
+    POWERING_ON = 'powering_on'
+    DESTROYING = 'destroying'
+
+
+TASK_STATES = tuple(v for k, v in vars(task).items() if k.isupper())
+
+# --- progress steps (seed 001's sub-steps: a separate field, seed 000) --------
+
+class step:
+    """``progress`` steps of the long tasks."""
+    SCHEDULING = 'scheduling'
+    NETWORKING = 'networking'
+    BLOCK_DEVICE_MAPPING = 'block_device_mapping'
+    SPAWNING = 'spawning'
+    RESIZE_PREP = 'resize_prep'
+    RESIZE_MIGRATING = 'resize_migrating'
+    RESIZE_MIGRATED = 'resize_migrated'
+    RESIZE_FINISH = 'resize_finish'
+
+
+_BUILD_STEPS = (step.SCHEDULING, step.NETWORKING, step.BLOCK_DEVICE_MAPPING,
+                step.SPAWNING)
+# The steps a task walks through, in order; other tasks report percent only.
+PROGRESS_STEPS = {
+    task.BUILDING: _BUILD_STEPS,
+    task.REBUILDING: _BUILD_STEPS,
+    task.RESIZING: (step.RESIZE_PREP, step.RESIZE_MIGRATING,
+                    step.RESIZE_MIGRATED, step.RESIZE_FINISH),
+}
+
+# --- action log results --------------------------------------------------------
+
+RESULT_RUNNING = 'running'
+RESULT_SUCCESS = 'success'
+RESULT_ROLLED_BACK = 'rolled_back'     # failed, cleaned up, vm_state unchanged
+RESULT_ERROR = 'error'                 # failed without rollback, vm_state ERROR
+RESULT_PREEMPTED = 'preempted'         # a hard delete or reset took the instance
+RESULT_BURIED = 'buried'               # no valid host: PENDING or ERROR
+ACTION_RESULTS = (RESULT_RUNNING, RESULT_SUCCESS, RESULT_ROLLED_BACK,
+                  RESULT_ERROR, RESULT_PREEMPTED, RESULT_BURIED)
+
+# --- per-instance reconcile policies -------------------------------------------
+
+USER_SHUTDOWN_POLICIES = ('stop', 'restart')
+CRASH_POLICIES = ('restart', 'stop', 'error')
