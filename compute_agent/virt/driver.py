@@ -1,0 +1,179 @@
+"""The virt driver interface: what the compute agent asks of a hypervisor.
+
+The agent (:mod:`compute_agent.manager`) is the only caller. A driver never
+touches the database or the bus; it changes domains and says what it sees.
+Two drivers exist: :mod:`compute_agent.virt.fake` (a file-backed fake
+hypervisor, for the embedded setup and the tests) and
+:mod:`compute_agent.virt.libvirt` (KVM/QEMU and Xen).
+
+Errors: an operation that fails raises :class:`VirtError`. Its
+``rolled_back`` says whether the domain was left as it was before the call
+(the task then fails with vm_state unchanged) or not (vm_state ERROR).
+:class:`NotSupported` is a clean failure: nothing was attempted.
+"""
+
+import abc
+import dataclasses
+
+from common import states
+
+
+class VirtError(Exception):
+    """A driver operation failed. ``rolled_back``: the domain is unchanged."""
+
+    def __init__(self, message, *, rolled_back=True):
+        super().__init__(message)
+        self.rolled_back = rolled_back
+
+
+class NotSupported(VirtError):
+    def __init__(self, operation, driver):
+        super().__init__('%s is not supported by the %s driver'
+                         % (operation, driver), rolled_back=True)
+
+
+class DomainNotFound(VirtError):
+    def __init__(self, uuid, host):
+        super().__init__('domain %s does not exist on host %s' % (uuid, host),
+                         rolled_back=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainInfo:
+    """What the hypervisor says of one domain right now."""
+    uuid: str
+    power_state: int
+    reason: str | None = None        # one of states.POWER_REASONS, or None
+
+    def to_dict(self):
+        return {'uuid': self.uuid, 'power_state': self.power_state,
+                'reason': self.reason}
+
+
+@dataclasses.dataclass(frozen=True)
+class Capacity:
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    name: str
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+
+
+class ComputeDriver(abc.ABC):
+    """One hypervisor host. Every operation takes the instance's uuid.
+
+    Operations are synchronous: they return when the domain is in the state
+    asked for, or raise :class:`VirtError`. ``destroy`` never fails because
+    the domain is already gone.
+    """
+
+    name = 'abstract'
+
+    def init_host(self, host):
+        """Connect; called once before anything else."""
+        self.host = host
+
+    def cleanup_host(self):
+        """Disconnect and stop watching; called once at shutdown."""
+
+    @abc.abstractmethod
+    def get_capacity(self):
+        """The host's :class:`Capacity`."""
+
+    @abc.abstractmethod
+    def list_domains(self):
+        """Every domain on the host, as :class:`DomainInfo`, instance or not."""
+
+    def get_domain(self, uuid):
+        """The :class:`DomainInfo` of one domain, or None if it is absent."""
+        for info in self.list_domains():
+            if info.uuid == uuid:
+                return info
+        return None
+
+    def watch(self, callback):
+        """Call ``callback(DomainInfo)`` whenever a domain changes by itself
+        or is changed from outside; ``power_state`` NOSTATE means it vanished.
+        Drivers that cannot watch do nothing: the periodic report covers them.
+        """
+
+    def cleanup_preserved(self):
+        """Destroy domains kept after shutting down (Xen ``preserve``) once
+        they have been reported. Returns the uuids destroyed."""
+        return []
+
+    def _unsupported(self, operation):
+        raise NotSupported(operation, self.name)
+
+    # --- lifecycle --------------------------------------------------------------
+
+    @abc.abstractmethod
+    def spawn(self, uuid, *, name, flavor, image_ref):
+        """Define and start a domain from ``image_ref`` with ``flavor``."""
+
+    @abc.abstractmethod
+    def destroy(self, uuid):
+        """Power off at once and remove the domain and its disks."""
+
+    @abc.abstractmethod
+    def power_off(self, uuid, *, timeout=60):
+        """Clean shutdown, then destroy after ``timeout`` seconds."""
+
+    @abc.abstractmethod
+    def power_on(self, uuid):
+        """Start a stopped domain."""
+
+    def reboot(self, uuid, *, hard=False):
+        self._unsupported('reboot')
+
+    def pause(self, uuid):
+        self._unsupported('pause')
+
+    def unpause(self, uuid):
+        self._unsupported('unpause')
+
+    def suspend(self, uuid):
+        self._unsupported('suspend')
+
+    def resume(self, uuid):
+        self._unsupported('resume')
+
+    def rescue(self, uuid, *, image_ref):
+        self._unsupported('rescue')
+
+    def unrescue(self, uuid):
+        self._unsupported('unrescue')
+
+    def rebuild(self, uuid, *, image_ref):
+        self._unsupported('rebuild')
+
+    def resize(self, uuid, *, flavor):
+        """Move to ``flavor``, keeping the old definition for a revert."""
+        self._unsupported('resize')
+
+    def confirm_resize(self, uuid):
+        self._unsupported('confirm_resize')
+
+    def revert_resize(self, uuid):
+        self._unsupported('revert_resize')
+
+    def migrate_out(self, uuid, *, dest):
+        """Live-migrate to ``dest``; with a fake, move it between stores."""
+        self._unsupported('live_migrate')
+
+    def snapshot(self, uuid, *, image_name):
+        self._unsupported('snapshot')
+
+    def set_password(self, uuid, *, password):
+        self._unsupported('set_password')
+
+
+def power_state_of(info):
+    """``info``'s power_state, NOSTATE when the domain is absent."""
+    return states.power.NOSTATE if info is None else info.power_state

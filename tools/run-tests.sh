@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# README command 2: install everything the tests need on a fresh Debian 12
+# machine (as root) and run the whole suite with tox. `.ci/run` calls this.
+#   tools/run-tests.sh [tox args...]     e.g. tools/run-tests.sh -e py3 -- -k gateway
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(python3 python3-venv python3-dev gcc pkg-config postgresql util-linux)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "== apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+venv=${TRISTATE_VENV:-.venv}
+if [ ! -x "$venv/bin/tox" ]; then
+    echo "== virtualenv $venv with tox"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --upgrade pip
+    "$venv/bin/pip" install -q 'tox>=4,<5'
+fi
+
+work=$(mktemp -d /tmp/tristate-tests.XXXXXX)
+chmod 755 "$work"
+cleanup() { tools/test-services.sh stop "$work" || true; rm -rf "$work"; }
+trap cleanup EXIT
+echo "== starting PostgreSQL on 127.0.0.1"
+eval "$(tools/test-services.sh start "$work")"
+export TRISTATE_TEST_PG_URL
+
+echo "== tox $*"
+"$venv/bin/tox" "$@"
