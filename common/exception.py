@@ -26,7 +26,11 @@ class TristateError(Exception):
         super().__init__(message)
 
     def to_dict(self):
-        return {'class': type(self).__name__, 'message': self.message,
+        # Across RPC the class is a generated subclass ("X_Remote"): name
+        # the first class of ours it derives from.
+        name = next(c.__name__ for c in type(self).__mro__
+                    if c.__name__ in _REGISTRY)
+        return {'class': name, 'message': self.message,
                 'kwargs': _plain(self.kwargs)}
 
 

@@ -7,12 +7,18 @@ build their own ``cfg.ConfigOpts()`` and call :func:`register_all` on it.
 
 from oslo_config import cfg
 
+from common.conf import compute
+from common.conf import conductor
 from common.conf import database
 from common.conf import default
+from common.conf import fake_driver
+from common.conf import scheduler
+from common.conf import upgrade_levels
 
 CONF = cfg.CONF
 
-_MODULES = (default, database)
+_MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
+            fake_driver)
 
 
 def register_all(conf):

@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from common.conf import _group
+
 group = cfg.OptGroup('database', title='Database',
                      help='The database the conductor and the API tier share. '
                           'Compute agents never read these options.')
@@ -52,8 +54,7 @@ opts = [
 
 
 def register_opts(conf):
-    conf.register_group(group)
-    conf.register_opts(opts, group=group)
+    _group.register(conf, group, opts)
 
 
 def list_opts():

@@ -58,6 +58,10 @@ def new_uuid():
     return str(uuidlib.uuid4())
 
 
+def _host_guard(host):
+    return () if host is None else (I.c.host == host,)
+
+
 def _one(conn, query):
     row = conn.execute(query).first()
     return dict(row._mapping) if row is not None else None
@@ -105,6 +109,26 @@ class StateDB:
     def list_actions(self, instance_uuid):
         query = (sa.select(LOGT).where(LOGT.c.instance_uuid == instance_uuid)
                  .order_by(LOGT.c.started_at, LOGT.c.id))
+        return self.db.transaction(
+            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
+            readonly=True)
+
+    def list_running_tasks(self, *, updated_before=None, host=None):
+        """Instances with a task running (optionally idle since a time)."""
+        query = sa.select(I).where(I.c.task_id.is_not(None))
+        if updated_before is not None:
+            query = query.where(I.c.task_updated_at < updated_before)
+        if host is not None:
+            query = query.where(I.c.host == host)
+        return self.db.transaction(
+            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
+            readonly=True)
+
+    def list_soft_deleted(self, *, before):
+        """Idle SOFT_DELETED instances soft-deleted before ``before``."""
+        query = sa.select(I).where(I.c.vm_state == vm.SOFT_DELETED,
+                                   I.c.task_id.is_(None),
+                                   I.c.soft_deleted_at < before)
         return self.db.transaction(
             lambda conn: [dict(r._mapping) for r in conn.execute(query)],
             readonly=True)
@@ -192,8 +216,13 @@ class StateDB:
 
     # --- during and at the end of a task --------------------------------------
 
-    def update_progress(self, ctx, instance_uuid, *, step=None, percent=None):
-        """Record progress of the task ``ctx.task_id``; preempted if not its."""
+    def update_progress(self, ctx, instance_uuid, *, step=None, percent=None,
+                        host=None):
+        """Record progress of the task ``ctx.task_id``; preempted if not its.
+
+        ``host``, when given, must be the instance's host: an agent reports
+        only on its own instances.
+        """
         values = {'task_updated_at': self.clock()}
         if step is not None:
             values['progress_step'] = step
@@ -205,18 +234,20 @@ class StateDB:
 
         def txn(conn):
             res = conn.execute(sa.update(I).where(
-                I.c.uuid == instance_uuid,
-                I.c.task_id == ctx.task_id).values(**values))
+                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id,
+                *_host_guard(host)).values(**values))
             if res.rowcount != 1:
-                self._preempted(conn, instance_uuid, ctx.task_id)
+                self._preempted(conn, instance_uuid, ctx.task_id, host)
         self.db.transaction(txn)
 
-    def finish_task(self, ctx, instance_uuid, *, values=None, power=None):
+    def finish_task(self, ctx, instance_uuid, *, values=None, power=None,
+                    host=None, settle=()):
         """End ``ctx.task_id`` successfully: the table's vm_state, task cleared.
 
         ``power`` is an optional power report (see :meth:`store_power_report`)
         stored in the same update if it is newer than the one stored.
-        Returns ``(before, after)`` dicts of the instance.
+        ``settle`` lists allocation changes made in the same transaction
+        (see :meth:`_settle`). Returns ``(before, after)`` dicts.
         """
         extra = dict(values or {})
         unknown = set(extra) - FINISH_COLUMNS
@@ -229,10 +260,11 @@ class StateDB:
             return (TABLE.success_state(row, inst['vm_state'],
                                         inst['return_vm_state']),
                     states.RESULT_SUCCESS)
-        return self._end_task(ctx, instance_uuid, target, extra, power, None)
+        return self._end_task(ctx, instance_uuid, target, extra, power, None,
+                              host=host, settle=settle)
 
     def fail_task(self, ctx, instance_uuid, *, error, rolled_back,
-                  power=None):
+                  power=None, host=None, settle=()):
         """End ``ctx.task_id`` in failure: unchanged if rolled back, else ERROR."""
         def target(inst):
             new = TABLE.failure_state(inst['task_action'], inst['vm_state'],
@@ -240,25 +272,34 @@ class StateDB:
             result = (states.RESULT_ROLLED_BACK if new == inst['vm_state']
                       else states.RESULT_ERROR)
             return new, result
-        return self._end_task(ctx, instance_uuid, target, {}, power, error)
+        return self._end_task(ctx, instance_uuid, target, {}, power, error,
+                              host=host, settle=settle)
 
     def bury(self, ctx, instance_uuid, *, reason, use_pending):
-        """No valid host for the build ``ctx.task_id``: PENDING or ERROR."""
+        """No valid host for the build ``ctx.task_id``: PENDING or ERROR.
+
+        Whatever the instance held is freed in the same transaction.
+        """
         new = vm.PENDING if use_pending else vm.ERROR
         return self._end_task(ctx, instance_uuid,
                               lambda inst: (new, states.RESULT_BURIED),
-                              {}, None, reason)
+                              {}, None, reason, settle=[{'free': {}}])
 
-    def _end_task(self, ctx, instance_uuid, decide, extra, power, message):
+    def _end_task(self, ctx, instance_uuid, decide, extra, power, message,
+                  host=None, settle=()):
         def txn(conn):
             inst = _one(conn, sa.select(I).where(
-                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id))
+                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id,
+                *_host_guard(host)))
             if inst is None:
-                self._preempted(conn, instance_uuid, ctx.task_id)
+                self._preempted(conn, instance_uuid, ctx.task_id, host)
             new_state, result = decide(inst)
             now = self.clock()
             values = dict(extra, **_CLEAR_TASK, vm_state=new_state,
                           updated_at=now)
+            if new_state != inst['vm_state']:
+                values['soft_deleted_at'] = (
+                    now if new_state == vm.SOFT_DELETED else None)
             if power is not None and power['seq'] > inst['power_seq']:
                 values.update(self._power_values(power, now))
             res = conn.execute(sa.update(I).where(
@@ -266,24 +307,42 @@ class StateDB:
                 I.c.task_id == ctx.task_id).values(**values))
             if res.rowcount != 1:
                 self._preempted(conn, instance_uuid, ctx.task_id)
+            for op in settle:
+                self._settle(conn, instance_uuid, op)
             self._log_end(conn, ctx.task_id, result, new_state, message, now)
             after = dict(inst, **values)
             return inst, after
         return self.db.transaction(txn)
 
-    def _preempted(self, conn, instance_uuid, task_id):
-        inst = _one(conn, sa.select(I.c.vm_state, I.c.task_id).where(
+    def _settle(self, conn, instance_uuid, op):
+        """One allocation change at the end of a task:
+        ``{'free': {'purpose': P, 'host': H}}`` (both optional) or
+        ``{'promote': P}`` (rows of purpose P become the instance's own)."""
+        if 'free' in op:
+            self._free_allocations(conn, instance_uuid, **op['free'])
+        if 'promote' in op:
+            conn.execute(sa.update(A).where(
+                A.c.instance_uuid == instance_uuid,
+                A.c.purpose == op['promote']).values(purpose='instance'))
+
+    def _preempted(self, conn, instance_uuid, task_id, host=None):
+        inst = _one(conn, sa.select(I.c.vm_state, I.c.task_id, I.c.host).where(
             I.c.uuid == instance_uuid))
         if inst is None:
             raise exception.InstanceNotFound(instance=instance_uuid)
+        if host is not None and inst['host'] != host:
+            raise exception.Forbidden(
+                action='a report from host %s on instance %s, which is placed '
+                       'on %s' % (host, instance_uuid, inst['host']))
         if inst['vm_state'] == vm.HARD_DELETED:
             reason = 'the instance was hard-deleted'
         elif inst['task_id']:
             reason = 'task %s now holds the instance' % inst['task_id']
         else:
             reason = 'the task was ended (reset, timed out or finished before)'
-        raise exception.TaskPreempted(task_id=task_id, instance=instance_uuid,
-                                      reason=reason)
+        raise exception.TaskPreempted(
+            task_id=task_id, instance=instance_uuid, reason=reason,
+            deleted=inst['vm_state'] == vm.HARD_DELETED)
 
     # --- preempting database-only actions -------------------------------------
 
@@ -339,7 +398,7 @@ class StateDB:
 
     @staticmethod
     def _power_values(power, now):
-        return {'power_state': states.normalize_power_state(power['state']),
+        return {'power_state': states.normalize_power_state(power['power_state']),
                 'power_reason': power.get('reason'),
                 'power_seq': power['seq'], 'power_reported_at': now}
 
@@ -350,7 +409,7 @@ class StateDB:
         Accepted only for an instance placed on ``host``. Returns the stored
         instance, or None when the report was ignored.
         """
-        power = {'state': state, 'reason': reason, 'seq': int(seq)}
+        power = {'power_state': state, 'reason': reason, 'seq': int(seq)}
         if reason is not None and reason not in states.POWER_REASONS:
             raise exception.InvalidState(field='power reason', value=reason,
                                          expected=', '.join(states.POWER_REASONS))
@@ -396,6 +455,40 @@ class StateDB:
             lambda conn: [dict(r._mapping) for r in conn.execute(query)],
             readonly=True)
 
+    def find_hosts(self, *, vcpus, memory_mb, disk_gb, ratios, alive_since,
+                   pack=False, limit=10, exclude=()):
+        """Hosts that pass the scheduler's filters, best first.
+
+        Filters: enabled; heartbeat since ``alive_since``; room for the
+        resources under the allocation ratios. Weigher: most free RAM first
+        (spread), or least (``pack``). Done in SQL, so that thousands of
+        hosts cost one indexed query.
+        """
+        cpu_ratio, ram_ratio, disk_ratio = ratios
+        free_ram = H.c.memory_mb * ram_ratio - H.c.used_memory_mb
+        query = sa.select(H).where(
+            H.c.enabled.is_(True), H.c.last_heartbeat >= alive_since,
+            H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
+            H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
+            H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio,
+        ).order_by(free_ram.asc() if pack else free_ram.desc(), H.c.name
+                   ).limit(limit)
+        if exclude:
+            query = query.where(H.c.name.not_in(list(exclude)))
+        return self.db.transaction(
+            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
+            readonly=True)
+
+    def count_hosts(self, *, alive_since):
+        """(all, disabled, down) host counts, to explain a NoValidHost."""
+        def txn(conn):
+            rows = conn.execute(sa.select(H.c.enabled, H.c.last_heartbeat)).all()
+            disabled = sum(1 for r in rows if not r.enabled)
+            down = sum(1 for r in rows if r.enabled and (
+                r.last_heartbeat is None or r.last_heartbeat < alive_since))
+            return len(rows), disabled, down
+        return self.db.transaction(txn, readonly=True)
+
     def set_host_enabled(self, host, enabled, reason=None):
         def txn(conn):
             res = conn.execute(sa.update(H).where(H.c.name == host).values(
@@ -406,7 +499,7 @@ class StateDB:
         self.db.transaction(txn)
 
     def allocate(self, ctx, instance_uuid, host, *, vcpus, memory_mb, disk_gb,
-                 ratios=(1.0, 1.0, 1.0)):
+                 ratios=(1.0, 1.0, 1.0), purpose='instance', flavor_name=None):
         """Take resources on ``host`` for the task ``ctx.task_id``.
 
         One conditional UPDATE that fails if the host no longer has room
@@ -429,31 +522,39 @@ class StateDB:
                 raise exception.HostCapacityExceeded(
                     host=host, vcpus=vcpus, memory_mb=memory_mb,
                     disk_gb=disk_gb)
+            placed = {'updated_at': self.clock()}
+            if purpose == 'instance':
+                placed['host'] = host
             res = conn.execute(sa.update(I).where(
                 I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id)
-                .values(host=host, updated_at=self.clock()))
+                .values(**placed))
             if res.rowcount != 1:
                 self._preempted(conn, instance_uuid, ctx.task_id)
             conn.execute(sa.insert(A).values(
-                instance_uuid=instance_uuid, host=host, vcpus=vcpus,
-                memory_mb=memory_mb, disk_gb=disk_gb,
-                created_at=self.clock()))
+                instance_uuid=instance_uuid, host=host, purpose=purpose,
+                flavor_name=flavor_name, vcpus=vcpus, memory_mb=memory_mb,
+                disk_gb=disk_gb, created_at=self.clock()))
         self.db.transaction(txn)
 
-    def free_allocations(self, ctx, instance_uuid, *, host=None):
-        """Give back what the task ``ctx.task_id`` holds (rolled back build)."""
+    def free_allocations(self, ctx, instance_uuid, *, host=None,
+                         purpose=None):
+        """Give back what the task ``ctx.task_id`` holds (rolled back build,
+        confirmed or reverted resize, finished migration)."""
         def txn(conn):
             res = conn.execute(sa.select(I.c.uuid).where(
                 I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id))
             if res.first() is None:
                 self._preempted(conn, instance_uuid, ctx.task_id)
-            self._free_allocations(conn, instance_uuid, host=host)
-        self.db.transaction(txn)
+            return self._free_allocations(conn, instance_uuid, host=host,
+                                          purpose=purpose)
+        return self.db.transaction(txn)
 
-    def _free_allocations(self, conn, instance_uuid, host=None):
+    def _free_allocations(self, conn, instance_uuid, host=None, purpose=None):
         query = sa.delete(A).where(A.c.instance_uuid == instance_uuid)
         if host is not None:
             query = query.where(A.c.host == host)
+        if purpose is not None:
+            query = query.where(A.c.purpose == purpose)
         freed = conn.execute(query.returning(
             A.c.host, A.c.vcpus, A.c.memory_mb, A.c.disk_gb)).all()
         for alloc in freed:

@@ -112,6 +112,10 @@ class Allocation(Base):
         _uuid, ForeignKey('instances.uuid'), index=True)
     host: Mapped[str] = mapped_column(_name, ForeignKey('hosts.name'),
                                       index=True)
+    # 'instance': what the instance runs with; 'resize': the new flavor held
+    # while a resize waits for confirm or revert.
+    purpose: Mapped[str] = mapped_column(String(16), default='instance')
+    flavor_name: Mapped[str | None] = mapped_column(_name)
     vcpus: Mapped[int] = mapped_column(Integer)
     memory_mb: Mapped[int] = mapped_column(Integer)
     disk_gb: Mapped[int] = mapped_column(Integer)

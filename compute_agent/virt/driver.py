@@ -16,6 +16,7 @@ import abc
 import dataclasses
 
 from common import states
+from common.flavors import Flavor  # noqa: F401 (part of the interface)
 
 
 class VirtError(Exception):
@@ -57,14 +58,6 @@ class Capacity:
     disk_gb: int
 
 
-@dataclasses.dataclass(frozen=True)
-class Flavor:
-    name: str
-    vcpus: int
-    memory_mb: int
-    disk_gb: int
-
-
 class ComputeDriver(abc.ABC):
     """One hypervisor host. Every operation takes the instance's uuid.
 
@@ -79,7 +72,7 @@ class ComputeDriver(abc.ABC):
         """Connect; called once before anything else."""
         self.host = host
 
-    def cleanup_host(self):
+    def cleanup_host(self):  # noqa: B027 (optional hook)
         """Disconnect and stop watching; called once at shutdown."""
 
     @abc.abstractmethod
@@ -97,7 +90,7 @@ class ComputeDriver(abc.ABC):
                 return info
         return None
 
-    def watch(self, callback):
+    def watch(self, callback):  # noqa: B027 (optional hook)
         """Call ``callback(DomainInfo)`` whenever a domain changes by itself
         or is changed from outside; ``power_state`` NOSTATE means it vanished.
         Drivers that cannot watch do nothing: the periodic report covers them.

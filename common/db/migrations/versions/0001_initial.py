@@ -80,6 +80,8 @@ def upgrade():
         sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
         sa.Column('instance_uuid', sa.String(36), nullable=False),
         sa.Column('host', sa.String(255), nullable=False),
+        sa.Column('purpose', sa.String(16), nullable=False),
+        sa.Column('flavor_name', sa.String(255), nullable=True),
         sa.Column('vcpus', sa.Integer(), nullable=False),
         sa.Column('memory_mb', sa.Integer(), nullable=False),
         sa.Column('disk_gb', sa.Integer(), nullable=False),

@@ -1,0 +1,42 @@
+"""Options of the ``[compute]`` group: the compute agent on a hypervisor host."""
+
+from oslo_config import cfg
+
+from common.conf import _group
+
+group = cfg.OptGroup('compute', title='Compute agent',
+                     help='The compute agent. It never reads [database].')
+
+opts = [
+    cfg.StrOpt('topic', default='tristate-compute',
+               help='RPC topic of the agents; each listens with '
+                    'server=[DEFAULT] host. Default: tristate-compute.'),
+    cfg.StrOpt('driver', default='fake', choices=['fake', 'libvirt'],
+               help='Virt driver: fake (a file-backed fake hypervisor under '
+                    '[DEFAULT] state_dir, for demos and tests) or libvirt. '
+                    'Default: fake.'),
+    cfg.FloatOpt('heartbeat_interval', default=10.0, min=0.1,
+                 help='Seconds between two heartbeats (with capacity) to the '
+                      'conductor. Range >= 0.1; default 10.'),
+    cfg.FloatOpt('power_sync_interval', default=60.0, min=0.1,
+                 help='Seconds between two full power reports of every '
+                      'domain, the safety net under event-driven reports. '
+                      'Range >= 0.1; default 60.'),
+    cfg.IntOpt('shutdown_timeout', default=60, min=0,
+               help='Seconds a clean (ACPI) shutdown may take before the '
+                    'domain is destroyed. Range >= 0; default 60; 0 destroys '
+                    'at once.'),
+    cfg.FloatOpt('report_retry_max', default=30.0, min=0.1,
+                 help='Upper bound in seconds of the wait between two tries '
+                      'of a task result or power report the conductor did '
+                      'not acknowledge; results are retried until recorded. '
+                      'Range >= 0.1; default 30.'),
+]
+
+
+def register_opts(conf):
+    _group.register(conf, group, opts)
+
+
+def list_opts():
+    return {group: opts}

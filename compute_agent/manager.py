@@ -1,0 +1,151 @@
+"""The compute agent's RPC endpoint: runs the tasks the conductor sends.
+
+For each task: note it in the journal, run the driver calls of its action
+(:mod:`compute_agent.tasks`), report progress, then report the result until a
+conductor records it. A task the conductor says was preempted (the instance
+was hard-deleted) stops at once and destroys what it made. The target
+version must match :data:`compute_agent.rpcapi.VERSION` (a test checks).
+"""
+
+import logging
+import time
+
+from common import exception
+from common import rpc
+from compute_agent import reporter as reporter_mod
+from compute_agent import rpcapi
+from compute_agent import tasks
+from compute_agent.virt import driver as virt
+
+LOG = logging.getLogger(__name__)
+
+
+class TaskStopped(Exception):
+    """The conductor said this task no longer holds the instance."""
+
+    def __init__(self, preempted):
+        super().__init__(str(preempted))
+        self.deleted = preempted.kwargs.get('deleted', False)
+
+
+class AgentManager:
+    target = rpc.Target(version=rpcapi.VERSION)
+
+    def __init__(self, *, host, driver, conductor, conf, journal):
+        self.host = host
+        self.driver = driver
+        self.conductor = conductor
+        self.conf = conf
+        self.journal = journal
+        self._stopping = False
+
+    # --- RPC endpoints ---------------------------------------------------------
+
+    def run_task(self, ctx, instance, action, params):
+        handler = tasks.HANDLERS.get(action)
+        self.journal.add(ctx.task_id, instance['uuid'], action)
+        try:
+            self._run(ctx, instance, action, params, handler)
+        finally:
+            self.journal.remove(ctx.task_id)
+
+    def destroy_domain(self, ctx, instance_uuid):
+        LOG.info('Destroying domain %s on request', instance_uuid)
+        self.driver.destroy(instance_uuid)
+
+    # --- running a task ------------------------------------------------------------
+
+    def _run(self, ctx, inst, action, params, handler):
+        uuid = inst['uuid']
+        try:
+            if handler is None:
+                raise virt.NotSupported(action, 'agent')
+            handler(_TaskView(self, ctx), inst, params)
+        except TaskStopped as stop:
+            return self._stopped(inst, action, stop)
+        except virt.VirtError as err:
+            return self._report(ctx, 'task_failed', uuid, error=str(err),
+                                rolled_back=err.rolled_back,
+                                power=self._power(uuid, action))
+        except Exception as err:       # a driver bug: be safe, no rollback
+            LOG.exception('Task %s (%s) on %s crashed', ctx.task_id, action,
+                          uuid)
+            return self._report(ctx, 'task_failed', uuid,
+                                error='%s: %s' % (type(err).__name__, err),
+                                rolled_back=False,
+                                power=self._power(uuid, action))
+        return self._report(ctx, 'task_finished', uuid,
+                            power=self._power(uuid, action))
+
+    def _power(self, uuid, action):
+        if action in tasks.LEAVES_HOST:
+            return None
+        info = self.driver.get_domain(uuid)
+        if info is None:
+            return {'uuid': uuid, 'power_state': 0, 'reason': None,
+                    'seq': reporter_mod.next_seq()}
+        return reporter_mod.report_of(info)
+
+    def _report(self, ctx, method, uuid, **kwargs):
+        """Send a task's result until a conductor records it."""
+        delay = 0.1
+        while True:
+            try:
+                getattr(self.conductor, method)(ctx, host=self.host,
+                                                instance_uuid=uuid, **kwargs)
+                return True
+            except exception.TaskPreempted as err:
+                stop = TaskStopped(err)
+                if stop.deleted:
+                    self._cleanup_deleted(uuid)
+                LOG.info('Result of task %s not recorded: %s', ctx.task_id, err)
+                return False
+            except exception.TristateError as err:
+                LOG.error('Conductor refused the result of task %s: %s',
+                          ctx.task_id, err)
+                return False
+            except Exception as err:       # bus or conductor unavailable
+                if self._stopping:
+                    return False
+                LOG.warning('Result of task %s not delivered (%s); retrying '
+                            'in %.1f s', ctx.task_id, err, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, self.conf.compute.report_retry_max)
+
+    def _stopped(self, inst, action, stop):
+        LOG.info('Task %s stopped: %s', action, stop)
+        if stop.deleted:
+            self._cleanup_deleted(inst['uuid'])
+
+    def _cleanup_deleted(self, uuid):
+        try:
+            self.driver.destroy(uuid)
+        except Exception:
+            LOG.exception('Could not destroy domain %s of a deleted instance',
+                          uuid)
+
+    def stop(self):
+        self._stopping = True
+
+
+class _TaskView:
+    """What a task handler sees: the driver, the config, and progress()."""
+
+    def __init__(self, manager, ctx):
+        self.driver = manager.driver
+        self.conf = manager.conf
+        self._manager = manager
+        self._ctx = ctx
+
+    def progress(self, inst, *, step=None, percent=None):
+        try:
+            self._manager.conductor.task_progress(
+                self._ctx, host=self._manager.host, instance_uuid=inst['uuid'],
+                step=step, percent=percent)
+        except exception.TaskPreempted as err:
+            raise TaskStopped(err) from None
+        except exception.TristateError:
+            raise
+        except Exception as err:    # progress is advisory: carry on
+            LOG.warning('Progress of task %s not delivered: %s',
+                        self._ctx.task_id, err)

@@ -1,0 +1,165 @@
+"""The agent's reports to the conductor: heartbeats with capacity, and power.
+
+Power is reported bottom-up, always: at once when the driver sees a domain
+change (events, or the fake hypervisor's watcher), and in full every
+``power_sync_interval`` as a safety net. Each report carries a sequence
+number that only grows (wall-clock nanoseconds, forced monotonic in this
+process), so a late report never undoes a newer one, even across restarts.
+While the conductor is unreachable the latest state per instance is kept and
+sent when it answers again; nothing seen is lost.
+"""
+
+import datetime
+import logging
+import threading
+import time
+
+from common import context as tcontext
+
+LOG = logging.getLogger(__name__)
+
+_seq_lock = threading.Lock()
+_last_seq = 0
+
+
+def next_seq():
+    """A number larger than every one this process handed out before, and
+    (clocks permitting) than any a previous run of the agent did."""
+    global _last_seq
+    with _seq_lock:
+        _last_seq = max(_last_seq + 1, time.time_ns())
+        return _last_seq
+
+
+def report_of(info):
+    return {'uuid': info.uuid, 'power_state': info.power_state,
+            'reason': info.reason, 'seq': next_seq()}
+
+
+class Reporter:
+    """Heartbeats and power reports of one host, each in its own thread."""
+
+    def __init__(self, *, host, driver, conductor, conf, journal):
+        self.host = host
+        self.driver = driver
+        self.conductor = conductor
+        self.conf = conf
+        self.journal = journal
+        self.started_at = datetime.datetime.now(datetime.UTC).replace(
+            tzinfo=None).isoformat()
+        self._pending = {}           # uuid -> latest unsent report
+        self._pending_lock = threading.Lock()
+        self._lost_tasks = list(journal.take_all())
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._threads = []
+        self.ctx = tcontext.get_admin_context()
+
+    # --- heartbeats ----------------------------------------------------------
+
+    def heartbeat(self):
+        cap = self.driver.get_capacity()
+        capacity = {'vcpus': cap.vcpus, 'memory_mb': cap.memory_mb,
+                    'disk_gb': cap.disk_gb}
+        try:
+            self.conductor.heartbeat(self.ctx, host=self.host,
+                                     capacity=capacity,
+                                     started_at=self.started_at,
+                                     lost_tasks=self._lost_tasks)
+        except Exception as err:
+            LOG.warning('Heartbeat of %s not delivered: %s', self.host, err)
+            return False
+        if self._lost_tasks:
+            LOG.info('Reported %d task(s) lost by the previous run of %s',
+                     len(self._lost_tasks), self.host)
+        self._lost_tasks = []
+        return True
+
+    # --- power ---------------------------------------------------------------
+
+    def domain_changed(self, info):
+        """Driver callback: queue the new state and send it at once."""
+        with self._pending_lock:
+            self._pending[info.uuid] = report_of(info)
+        self._wake.set()
+
+    def full_report(self):
+        reports = [report_of(info) for info in self.driver.list_domains()]
+        with self._pending_lock:
+            for report in reports:
+                self._pending[report['uuid']] = report
+        return self.flush(full=True)
+
+    def flush(self, *, full=False):
+        """Send every queued report; keep them if the conductor is away."""
+        with self._pending_lock:
+            batch = list(self._pending.values())
+        if not batch and not full:
+            return True
+        try:
+            answer = self.conductor.power_report(self.ctx, host=self.host,
+                                                 reports=batch, full=full)
+        except Exception as err:
+            LOG.warning('Power report of %s not delivered, kept for the '
+                        'next try: %s', self.host, err)
+            return False
+        with self._pending_lock:
+            for report in batch:
+                if self._pending.get(report['uuid']) is report:
+                    del self._pending[report['uuid']]
+        for uuid in answer.get('destroy', []):
+            self._destroy_leftover(uuid)
+        return True
+
+    def _destroy_leftover(self, uuid):
+        LOG.info('Destroying domain %s: its instance was deleted', uuid)
+        try:
+            self.driver.destroy(uuid)
+        except Exception:
+            LOG.exception('Could not destroy leftover domain %s', uuid)
+
+    # --- threads ---------------------------------------------------------------
+
+    def _every(self, interval, fn, name):
+        def loop():
+            while not self._stop.is_set():
+                try:
+                    fn()
+                except Exception:
+                    LOG.exception('%s of %s failed', name, self.host)
+                if self._stop.wait(interval):
+                    return
+        self._spawn(loop, name)
+
+    def _sender(self):
+        retry = 0.1
+        while not self._stop.is_set():
+            self._wake.wait(timeout=retry)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            if self.flush():
+                retry = 0.5
+            else:
+                retry = min(retry * 2 or 0.1,
+                            self.conf.compute.report_retry_max)
+
+    def _spawn(self, target, name):
+        thread = threading.Thread(target=target, daemon=True,
+                                  name='%s-%s' % (name, self.host))
+        thread.start()
+        self._threads.append(thread)
+
+    def start(self):
+        self._every(self.conf.compute.heartbeat_interval, self.heartbeat,
+                    'heartbeat')
+        self._every(self.conf.compute.power_sync_interval, self.full_report,
+                    'power-sync')
+        self._spawn(self._sender, 'power-sender')
+        self.driver.watch(self.domain_changed)
+
+    def stop(self):
+        self._stop.set()
+        self._wake.set()
+        for thread in self._threads:
+            thread.join(timeout=5)

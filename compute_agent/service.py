@@ -1,0 +1,58 @@
+"""Wires a compute agent together: driver, journal, manager, reporter, and
+its RPC server on ``[compute] topic`` with ``server=<host>``."""
+
+import logging
+import os
+
+from compute_agent import journal as journal_mod
+from compute_agent import manager as manager_mod
+from compute_agent import reporter as reporter_mod
+from conductor import rpcapi as conductor_rpcapi
+
+LOG = logging.getLogger(__name__)
+
+
+def load_driver(conf, host):
+    if conf.compute.driver == 'fake':
+        from compute_agent.virt import fake
+        driver = fake.FakeDriver.from_conf(conf)
+    else:
+        from compute_agent.virt import libvirt as libvirt_driver
+        driver = libvirt_driver.LibvirtDriver.from_conf(conf)
+    driver.init_host(host)
+    return driver
+
+
+class AgentService:
+    """One compute agent. It has no database access: everything goes
+    through the conductor's RPC API."""
+
+    def __init__(self, conf, bus, *, host=None, driver=None):
+        self.host = host or conf.host
+        self.driver = driver or load_driver(conf, self.host)
+        conductor = conductor_rpcapi.ConductorAPI(
+            bus, conf, timeout=conf.conductor.rpc_timeout)
+        journal = journal_mod.TaskJournal(os.path.join(
+            conf.state_dir, 'agent', '%s-tasks.json' % self.host))
+        self.manager = manager_mod.AgentManager(
+            host=self.host, driver=self.driver, conductor=conductor,
+            conf=conf, journal=journal)
+        self.reporter = reporter_mod.Reporter(
+            host=self.host, driver=self.driver, conductor=conductor,
+            conf=conf, journal=journal)
+        self.server = bus.server(conf.compute.topic, [self.manager],
+                                 server=self.host)
+
+    def start(self):
+        self.server.start()
+        self.reporter.start()
+        LOG.info('Compute agent %s started (%s driver)', self.host,
+                 self.driver.name)
+
+    def stop(self):
+        self.manager.stop()
+        self.reporter.stop()
+        self.server.stop()
+        self.server.wait()
+        self.driver.cleanup_host()
+        LOG.info('Compute agent %s stopped', self.host)

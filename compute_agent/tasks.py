@@ -1,0 +1,78 @@
+"""What each action of the table asks of the virt driver, on the agent.
+
+One small function per action; the agent's manager runs them, reports
+progress, and ends the task. Parameters come prepared by the conductor.
+"""
+
+from common import states
+from common.flavors import Flavor
+
+
+def _build(agent, inst, params):
+    uuid = inst['uuid']
+    for step in (states.step.NETWORKING, states.step.BLOCK_DEVICE_MAPPING):
+        agent.progress(inst, step=step)
+    agent.progress(inst, step=states.step.SPAWNING)
+    agent.driver.spawn(uuid, name=inst['name'],
+                       flavor=Flavor(inst['flavor_name'], inst['vcpus'],
+                                     inst['memory_mb'], inst['disk_gb']),
+                       image_ref=inst['image_ref'])
+
+
+def _rebuild(agent, inst, params):
+    if agent.driver.get_domain(inst['uuid']) is None:
+        return _build(agent, inst, params)       # a buried instance
+    agent.progress(inst, step=states.step.SPAWNING)
+    return agent.driver.rebuild(inst['uuid'], image_ref=params['image_ref'])
+
+
+def _stop(agent, inst, params):
+    agent.driver.power_off(inst['uuid'],
+                           timeout=agent.conf.compute.shutdown_timeout)
+
+
+def _resize(agent, inst, params):
+    agent.progress(inst, step=states.step.RESIZE_PREP)
+    agent.progress(inst, step=states.step.RESIZE_MIGRATING)
+    agent.driver.resize(inst['uuid'], flavor=Flavor(**params['flavor']))
+    agent.progress(inst, step=states.step.RESIZE_FINISH)
+
+
+def _simple(method, **fixed):
+    def run(agent, inst, params):
+        getattr(agent.driver, method)(inst['uuid'], **fixed)
+    run.__name__ = '_%s' % method
+    return run
+
+
+HANDLERS = {
+    'build': _build,
+    'rebuild': _rebuild,
+    'stop': _stop,
+    'soft_delete': _stop,
+    'start': _simple('power_on'),
+    'restore': _simple('power_on'),
+    'reboot': _simple('reboot', hard=False),
+    'reboot_hard': _simple('reboot', hard=True),
+    'pause': _simple('pause'),
+    'unpause': _simple('unpause'),
+    'suspend': _simple('suspend'),
+    'resume': _simple('resume'),
+    'rescue': lambda agent, inst, params: agent.driver.rescue(
+        inst['uuid'], image_ref=params['image_ref']),
+    'unrescue': _simple('unrescue'),
+    'resize': _resize,
+    'confirm_resize': _simple('confirm_resize'),
+    'revert_resize': _simple('revert_resize'),
+    'live_migrate': lambda agent, inst, params: agent.driver.migrate_out(
+        inst['uuid'], dest=params['dest']),
+    'snapshot': lambda agent, inst, params: agent.driver.snapshot(
+        inst['uuid'], image_name=params['image_name']),
+    'backup': lambda agent, inst, params: agent.driver.snapshot(
+        inst['uuid'], image_name=params['image_name']),
+    'set_password': lambda agent, inst, params: agent.driver.set_password(
+        inst['uuid'], password=params['password']),
+}
+
+# Tasks after which the domain is no longer on this host.
+LEAVES_HOST = frozenset({'live_migrate'})

@@ -1,0 +1,586 @@
+"""The fake hypervisor: one host's domains in a JSON file other processes share.
+
+Owns the fake's world: the store (:class:`HostStore`, one file per host under
+``<state_dir>/fakevirt/<host>.json``), the power effect of every operation
+(:data:`POWER_EFFECTS`, one line each), injected latency and faults, and the
+watcher thread. ``tristate-fakevirt`` (:mod:`compute_agent.cmd.fakevirt`)
+edits the same files as a guest or a host admin would, so an agent sees what
+it would on a real host: guests that shut down, crash, vanish or start alone.
+
+Reasons: an operation the agent asked for leaves ``reason`` None; a reason
+(``guest``, ``crashed``) says the change was made *outside* the agent, which
+is what reconcile keys on. Exception: a ``fail_no_rollback`` fault leaves the
+domain CRASHED with reason ``unknown`` (a half-done operation).
+
+Store file::
+
+    {"host": "h1", "seq": 42,
+     "domains": {uuid: {uuid, name, power_state, reason, flavor,
+                        previous_flavor, image_ref, rescued, rescue_image_ref,
+                        snapshots, seq, last_op, broken_by, updated_at}},
+     "faults": {operation: {"mode": "hang", "remaining": null, "id": 7}}}
+
+``seq`` is the host's counter, bumped on every change; a domain's ``seq`` is
+the counter at its last change, so it grows with every change of the domain,
+also across a migration (the destination's counter is raised above it).
+Writers ``flock`` ``<host>.json.lock``, write a temporary file and
+``os.replace`` it, so readers (no lock) always see a whole file. Safe between
+threads and processes.
+
+Faults: ``remaining`` None fires on every call; a count goes down to 0 and the
+spent entry stays until cleared, so a ``hang`` holds until someone clears it
+(``tristate-fakevirt clear-faults HOST``, :meth:`HostStore.clear_faults`).
+:meth:`FakeDriver.init_host` writes the constructor's (``[fake_driver]``)
+faults to the store, so they are cleared the same way.
+"""
+
+import contextlib
+import copy
+import dataclasses
+import fcntl
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+
+from common import states
+from common.states import power
+from compute_agent.virt import driver
+from compute_agent.virt.driver import VirtError
+
+LOG = logging.getLogger(__name__)
+
+STORE_SUBDIR = 'fakevirt'
+FAULT_MODES = ('fail', 'fail_no_rollback', 'hang')
+DEFAULT_CAPACITY = driver.Capacity(vcpus=16, memory_mb=65536, disk_gb=1000)
+_FLAVOR_KEYS = ('name', 'vcpus', 'memory_mb', 'disk_gb')
+
+_ANY = None
+# operation: (power states it may start from, _ANY for any;
+#             power_state it leaves, None for unchanged). Reason -> None
+# whenever power_state is set: the agent asked for it.
+POWER_EFFECTS = {
+    'spawn': (_ANY, power.RUNNING),           # a new domain
+    'destroy': (_ANY, None),                  # the record is removed
+    'power_off': (_ANY, power.SHUTDOWN),      # already off: succeeds
+    'power_on': (_ANY, power.RUNNING),
+    'reboot': (_ANY, power.RUNNING),          # soft or hard, from anything
+    'pause': ({power.RUNNING}, power.PAUSED),
+    'unpause': ({power.PAUSED}, power.RUNNING),
+    'suspend': ({power.RUNNING, power.PAUSED}, power.SUSPENDED),
+    'resume': ({power.SUSPENDED}, power.RUNNING),
+    'rescue': (_ANY, power.RUNNING),          # boots the rescue image
+    'unrescue': (_ANY, power.RUNNING),
+    'rebuild': (_ANY, None),                  # new image, same power
+    'resize': (_ANY, None),                   # flavor swap, same power
+    'confirm_resize': (_ANY, None),
+    'revert_resize': (_ANY, None),
+    'migrate_out': ({power.RUNNING, power.PAUSED}, None),  # live only
+    'snapshot': (_ANY, None),
+    'set_password': ({power.RUNNING}, None),  # needs the guest agent
+}
+OPERATIONS = tuple(POWER_EFFECTS)
+
+# operation: (what must hold of the record, why it cannot run otherwise).
+GUARDS = {
+    'rescue': (lambda rec: not rec['rescued'], 'already rescued'),
+    'unrescue': (lambda rec: rec['rescued'], 'not rescued'),
+    'resize': (lambda rec: rec['previous_flavor'] is None,
+               'a resize waits to be confirmed or reverted'),
+    'confirm_resize': (lambda rec: rec['previous_flavor'] is not None,
+                       'no resize to confirm'),
+    'revert_resize': (lambda rec: rec['previous_flavor'] is not None,
+                      'no resize to revert'),
+}
+
+
+def store_dir(state_dir):
+    """The directory holding every fake host's file."""
+    return os.path.join(state_dir, STORE_SUBDIR)
+
+
+def list_hosts(state_dir):
+    """Names of the fake hosts that have a store under ``state_dir``."""
+    try:
+        names = os.listdir(store_dir(state_dir))
+    except FileNotFoundError:
+        return []
+    return sorted(n[:-5] for n in names
+                  if n.endswith('.json') and not n.startswith('.'))
+
+
+def find_host(state_dir, uuid):
+    """The host whose store holds domain ``uuid``, or None."""
+    for host in list_hosts(state_dir):
+        if uuid in HostStore(state_dir, host).read()['domains']:
+            return host
+    return None
+
+
+def _empty(host):
+    return {'host': host, 'seq': 0, 'domains': {}, 'faults': {}}
+
+
+class HostStore:
+    """One host's domains and faults, in a file shared between processes."""
+
+    def __init__(self, state_dir, host):
+        if not host or os.sep in host or host.startswith('.'):
+            raise ValueError('invalid fake host name %r' % host)
+        self.host = host
+        self.dir = store_dir(state_dir)
+        self.path = os.path.join(self.dir, host + '.json')
+        self._lock_path = self.path + '.lock'
+
+    def read(self):
+        """The whole store, without locking (writers replace it atomically)."""
+        try:
+            with open(self.path) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return _empty(self.host)
+        except ValueError as exc:
+            raise VirtError('fake host store %s is not valid JSON: %s'
+                            % (self.path, exc)) from None
+
+    def stat(self):
+        """What changes whenever the file is replaced, or None if absent."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    @contextlib.contextmanager
+    def update(self):
+        """Yield the store, locked; write it back if it changed.
+
+        An exception inside the block leaves the file as it was.
+        """
+        os.makedirs(self.dir, exist_ok=True)
+        with open(self._lock_path, 'a') as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            before = None if self.stat() is None else self.read()
+            data = copy.deepcopy(before) or _empty(self.host)
+            yield data
+            if data != before:      # a new host's file is written at once
+                self._write(data)
+
+    def _write(self, data):
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix='.%s.' % self.host,
+                                   suffix='.tmp')
+        try:
+            with os.fdopen(fd, 'w') as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    # --- changes made from outside the agent (tristate-fakevirt) ------------
+
+    def set_power(self, uuid, power_state, reason, *, by):
+        """Set a domain's power as a guest or an admin would; its record."""
+        with self.update() as data:
+            rec = _get(data, uuid, self.host)
+            rec['power_state'], rec['reason'] = power_state, reason
+            _touch(data, rec, by)
+            return dict(rec)
+
+    def remove(self, uuid):
+        """Make a domain vanish; its last record."""
+        with self.update() as data:
+            rec = _get(data, uuid, self.host)
+            del data['domains'][uuid]
+            data['seq'] += 1
+            return rec
+
+    def set_fault(self, operation, mode, *, count=None):
+        """Make ``operation`` fail with ``mode`` (``count`` times, or always)."""
+        _check_fault(operation, mode)
+        if count is not None and count < 1:
+            raise ValueError('fault count must be >= 1, not %r' % count)
+        with self.update() as data:
+            _add_fault(data, operation, mode, count)
+
+    def seed_faults(self, faults):
+        """Set ``faults`` ({operation: mode}, always firing) unless set."""
+        with self.update() as data:
+            for operation, mode in faults.items():
+                fault = data['faults'].get(operation) or {}
+                if (fault.get('mode'), fault.get('remaining', 0)) != (mode, None):
+                    _add_fault(data, operation, mode, None)
+
+    def clear_faults(self):
+        """Remove every fault; operations hung on one give up. How many."""
+        with self.update() as data:
+            cleared = len(data['faults'])
+            data['faults'] = {}
+            return cleared
+
+
+def _get(data, uuid, host):
+    rec = data['domains'].get(uuid)
+    if rec is None:
+        raise driver.DomainNotFound(uuid, host)
+    return rec
+
+
+def _add_fault(data, operation, mode, count):
+    data['seq'] += 1     # the fault's id: a hang waits while it is there
+    data['faults'][operation] = {'mode': mode, 'remaining': count,
+                                 'id': data['seq']}
+
+
+def _touch(data, rec, by):
+    """Record a change of ``rec`` made by ``by`` (an operation or action)."""
+    data['seq'] += 1
+    rec['seq'], rec['last_op'], rec['updated_at'] = data['seq'], by, time.time()
+
+
+def _check_operation(operation):
+    if operation not in POWER_EFFECTS:
+        raise ValueError('unknown operation %r: expected one of %s'
+                         % (operation, ', '.join(OPERATIONS)))
+
+
+def _check_fault(operation, mode):
+    _check_operation(operation)
+    if mode not in FAULT_MODES:
+        raise ValueError('unknown fault mode %r: expected one of %s'
+                         % (mode, ', '.join(FAULT_MODES)))
+
+
+def _flavor_dict(flavor):
+    if dataclasses.is_dataclass(flavor):
+        flavor = dataclasses.asdict(flavor)
+    return {key: flavor[key] for key in _FLAVOR_KEYS}
+
+
+def _new_record(uuid, name, flavor, image_ref):
+    return {'uuid': uuid, 'name': name, 'power_state': power.NOSTATE,
+            'reason': None, 'flavor': _flavor_dict(flavor),
+            'previous_flavor': None, 'image_ref': image_ref,
+            'rescued': False, 'rescue_image_ref': None, 'snapshots': [],
+            'seq': 0, 'last_op': None, 'broken_by': None, 'updated_at': None}
+
+
+def _info(rec):
+    return driver.DomainInfo(rec['uuid'], rec['power_state'], rec['reason'])
+
+
+def _apply_power(operation, rec, host):
+    sources, target = POWER_EFFECTS[operation]
+    if sources is not _ANY and rec['power_state'] not in sources:
+        raise VirtError('cannot %s domain %s on host %s: it is %s'
+                        % (operation, rec['uuid'], host,
+                           states.power_state_name(rec['power_state'])))
+    if target is not None:
+        rec['power_state'], rec['reason'] = target, None
+
+
+def _check_guard(operation, rec):
+    guard = GUARDS.get(operation)
+    if guard is not None and not guard[0](rec):
+        raise VirtError('cannot %s domain %s: %s'
+                        % (operation, rec['uuid'], guard[1]))
+
+
+class FakeDriver(driver.ComputeDriver):
+    """A hypervisor host made of one :class:`HostStore` file.
+
+    Every operation: sleep its latency, fire its fault if one is set, then
+    change the record under the store's lock. Thread-safe; several drivers
+    (in one process or many) may share a state_dir and a host.
+    """
+
+    name = 'fake'
+
+    def __init__(self, *, state_dir, capacity=None, latency=None, faults=None,
+                 poll_interval=0.1, hang_timeout=3600.0, sleep=None):
+        for operation, mode in (faults or {}).items():
+            _check_fault(operation, mode)
+        for operation, seconds in (latency or {}).items():
+            _check_operation(operation)
+            if seconds < 0:
+                raise ValueError('latency of %s must be >= 0' % operation)
+        self.state_dir = state_dir
+        self.capacity = capacity or DEFAULT_CAPACITY
+        self.latency = dict(latency or {})
+        self.faults = dict(faults or {})
+        self.poll_interval = poll_interval
+        self.hang_timeout = hang_timeout
+        self.host = None
+        self._store = None
+        self._watcher = None
+        self._stopping = threading.Event()
+        self._watch_lock = threading.Lock()
+        # Latency waits end early when the host stops; tests inject a fake.
+        self._sleep = sleep or self._stopping.wait
+
+    @classmethod
+    def from_conf(cls, conf):
+        """Build from ``[fake_driver]`` and ``[DEFAULT] state_dir``."""
+        group = conf.fake_driver
+        return cls(state_dir=conf.state_dir,
+                   capacity=driver.Capacity(vcpus=group.vcpus,
+                                            memory_mb=group.memory_mb,
+                                            disk_gb=group.disk_gb),
+                   latency=dict(group.latency), faults=dict(group.faults),
+                   poll_interval=group.poll_interval,
+                   hang_timeout=group.hang_timeout)
+
+    @property
+    def store(self):
+        if self._store is None:
+            raise VirtError('fake driver used before init_host()')
+        return self._store
+
+    def init_host(self, host):
+        super().init_host(host)
+        self._stopping.clear()
+        self._store = HostStore(self.state_dir, host)
+        self._store.seed_faults(self.faults)
+
+    def cleanup_host(self):
+        """Stop the watcher and wake every hung or sleeping operation."""
+        self._stopping.set()
+        with self._watch_lock:
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.join(timeout=5)
+
+    # --- queries --------------------------------------------------------------
+
+    def get_capacity(self):
+        return self.capacity
+
+    def list_domains(self):
+        return [_info(rec) for rec in self.store.read()['domains'].values()]
+
+    def get_domain(self, uuid):
+        rec = self.store.read()['domains'].get(uuid)
+        return None if rec is None else _info(rec)
+
+    def domain_record(self, uuid):
+        """The whole stored record of ``uuid`` (a copy), or None."""
+        return self.store.read()['domains'].get(uuid)
+
+    def watch(self, callback):
+        """Report every change of (power_state, reason), and every domain that
+        appears or vanishes, from a daemon thread polling the store."""
+        with self._watch_lock:
+            if self._watcher is None:
+                self._watcher = _Watcher(self.store, self._stopping,
+                                         self.poll_interval)
+            self._watcher.callbacks.append(callback)
+            if not self._watcher.is_alive():
+                self._watcher.start()
+
+    # --- lifecycle --------------------------------------------------------------
+
+    def spawn(self, uuid, *, name, flavor, image_ref):
+        self._run('spawn', uuid, new=_new_record(uuid, name, flavor, image_ref))
+
+    def destroy(self, uuid):
+        self._prelude('destroy', uuid)
+        with self.store.update() as data:
+            if data['domains'].pop(uuid, None) is not None:
+                data['seq'] += 1
+
+    def power_off(self, uuid, *, timeout=60):
+        self._run('power_off', uuid)
+
+    def power_on(self, uuid):
+        self._run('power_on', uuid)
+
+    def reboot(self, uuid, *, hard=False):
+        self._run('reboot', uuid)
+
+    def pause(self, uuid):
+        self._run('pause', uuid)
+
+    def unpause(self, uuid):
+        self._run('unpause', uuid)
+
+    def suspend(self, uuid):
+        self._run('suspend', uuid)
+
+    def resume(self, uuid):
+        self._run('resume', uuid)
+
+    def rescue(self, uuid, *, image_ref):
+        self._run('rescue', uuid, lambda rec: rec.update(
+            rescued=True, rescue_image_ref=image_ref))
+
+    def unrescue(self, uuid):
+        self._run('unrescue', uuid, lambda rec: rec.update(
+            rescued=False, rescue_image_ref=None))
+
+    def rebuild(self, uuid, *, image_ref):
+        self._run('rebuild', uuid, lambda rec: rec.update(image_ref=image_ref))
+
+    def resize(self, uuid, *, flavor):
+        self._run('resize', uuid, lambda rec: rec.update(
+            previous_flavor=rec['flavor'], flavor=_flavor_dict(flavor)))
+
+    def confirm_resize(self, uuid):
+        self._run('confirm_resize', uuid,
+                  lambda rec: rec.update(previous_flavor=None))
+
+    def revert_resize(self, uuid):
+        self._run('revert_resize', uuid, lambda rec: rec.update(
+            flavor=rec['previous_flavor'], previous_flavor=None))
+
+    def migrate_out(self, uuid, *, dest):
+        """Move the record into ``dest``'s store, both files locked."""
+        if dest == self.host:
+            raise VirtError('cannot migrate %s to its own host %s'
+                            % (uuid, dest))
+        self._prelude('migrate_out', uuid)
+        stores = sorted([self.store, HostStore(self.state_dir, dest)],
+                        key=lambda s: s.host)    # one lock order: no deadlock
+        with contextlib.ExitStack() as stack:
+            data = {s.host: stack.enter_context(s.update()) for s in stores}
+            source, target = data[self.host], data[dest]
+            rec = _get(source, uuid, self.host)
+            _apply_power('migrate_out', rec, self.host)
+            if uuid in target['domains']:
+                raise VirtError('domain %s already exists on host %s'
+                                % (uuid, dest))
+            del source['domains'][uuid]
+            source['seq'] += 1
+            target['seq'] = max(target['seq'], rec['seq'])
+            target['domains'][uuid] = rec
+            _touch(target, rec, 'migrate_out')
+
+    def snapshot(self, uuid, *, image_name):
+        self._run('snapshot', uuid,
+                  lambda rec: rec['snapshots'].append(image_name))
+
+    def set_password(self, uuid, *, password):
+        self._run('set_password', uuid)
+
+    # --- the machinery every operation goes through ---------------------------
+
+    def _run(self, operation, uuid, change=None, *, new=None):
+        """Latency, fault, then guard, power effect and ``change(record)``."""
+        self._prelude(operation, uuid, new=new)
+        with self.store.update() as data:
+            if new is not None:
+                if uuid in data['domains']:
+                    raise VirtError('domain %s already exists on host %s'
+                                    % (uuid, self.host))
+                data['domains'][uuid] = new
+            rec = _get(data, uuid, self.host)
+            _check_guard(operation, rec)
+            _apply_power(operation, rec, self.host)
+            if change is not None:
+                change(rec)
+            _touch(data, rec, operation)
+
+    def _prelude(self, operation, uuid, *, new=None):
+        seconds = self.latency.get(operation, 0)
+        if seconds > 0:
+            self._sleep(seconds)
+        fault = self._take_fault(operation)
+        if fault is None:
+            return
+        where = '%s of %s on fake host %s' % (operation, uuid, self.host)
+        if fault['mode'] == 'hang':
+            raise self._hang(operation, fault['id'], where)
+        if fault['mode'] == 'fail_no_rollback':
+            self._break(operation, uuid, new)
+            raise VirtError('injected fault: %s failed half-way' % where,
+                            rolled_back=False)
+        raise VirtError('injected fault: %s failed' % where)
+
+    def _take_fault(self, operation):
+        if operation not in self.store.read()['faults']:
+            return None      # the common case takes no lock
+        with self.store.update() as data:
+            fault = data['faults'].get(operation)
+            if fault is None or fault['remaining'] == 0:
+                return None
+            if fault['remaining'] is not None:
+                fault['remaining'] -= 1
+            return dict(fault)
+
+    def _break(self, operation, uuid, new):
+        with self.store.update() as data:
+            rec = data['domains'].get(uuid)
+            if rec is None and new is not None:
+                rec = data['domains'][uuid] = new
+            if rec is not None:
+                rec['power_state'] = power.CRASHED
+                rec['reason'] = states.REASON_UNKNOWN
+                rec['broken_by'] = operation
+                _touch(data, rec, operation)
+
+    def _hang(self, operation, fault_id, where):
+        """Block until the fault goes, the host stops or time runs out;
+        return the error to raise."""
+        deadline = time.monotonic() + self.hang_timeout
+        while True:
+            fault = self.store.read()['faults'].get(operation)
+            if fault is None or fault['id'] != fault_id:
+                return VirtError('injected fault: %s hung until the fault '
+                                 'was cleared' % where)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return VirtError('injected fault: %s hung for %s s'
+                                 % (where, self.hang_timeout))
+            if self._stopping.wait(min(self.poll_interval, left)):
+                return VirtError('injected fault: %s hung until the host '
+                                 'stopped' % where)
+
+
+class _Watcher(threading.Thread):
+    """Polls one store and reports each domain whose (power_state, reason)
+    changed, appeared or vanished, whoever changed it."""
+
+    def __init__(self, store, stopping, interval):
+        super().__init__(name='fakevirt-watch-%s' % store.host, daemon=True)
+        self.callbacks = []
+        self._store, self._stopping, self._interval = store, stopping, interval
+        # stat before read: a change in between is seen again, never missed.
+        self._stat = store.stat()
+        self._known = self._snapshot()
+
+    def _snapshot(self):
+        domains = self._store.read()['domains']
+        return {uuid: (rec['power_state'], rec['reason'])
+                for uuid, rec in domains.items()}
+
+    def run(self):
+        while not self._stopping.wait(self._interval):
+            try:
+                self.poll()
+            except Exception:
+                LOG.exception('fake host %s: watching the store failed',
+                              self._store.host)
+
+    def poll(self):
+        stat = self._store.stat()
+        if stat == self._stat:
+            return
+        self._stat = stat
+        current = self._snapshot()
+        gone = {uuid: (power.NOSTATE, None)
+                for uuid in self._known.keys() - current.keys()}
+        changed = {uuid: state for uuid, state in current.items()
+                   if self._known.get(uuid) != state}
+        self._known = current
+        for uuid, (power_state, reason) in sorted({**gone, **changed}.items()):
+            self._notify(driver.DomainInfo(uuid, power_state, reason))
+
+    def _notify(self, info):
+        for callback in list(self.callbacks):
+            try:
+                callback(info)
+            except Exception:
+                LOG.exception('fake host %s: watch callback failed for %s',
+                              self._store.host, info.uuid)

@@ -1,0 +1,129 @@
+"""``tristate-all``: the whole control plane in one process, nothing to install.
+
+    tristate-all [--hosts N] [--state-dir DIR] [--config-file F] [--demo]
+
+One conductor and N compute agents (``host1``..``hostN``) on the fake
+hypervisor, SQLite under ``--state-dir`` (default ~/.tristate) and
+oslo.messaging's in-memory kombu transport. ``tristate-fakevirt --state-dir
+DIR ...`` acts on the same fake hosts from another shell. With ``--demo`` it
+walks a few instances through the action table, prints what happened and
+exits; without, it runs until Ctrl-C.
+"""
+
+import logging
+import sys
+import time
+
+from oslo_config import cfg
+
+from common import context as tcontext
+from common import exception
+from common import service
+from common import states
+from conductor import embedded
+
+LOG = logging.getLogger(__name__)
+
+CLI_OPTS = [
+    cfg.IntOpt('hosts', default=2, min=1, max=1000,
+               help='Number of fake hypervisor hosts (agents) to run.'),
+    cfg.StrOpt('state-dir', dest='cli_state_dir', metavar='DIR',
+               help='Directory for the SQLite database and the fake hosts '
+                    '(default: [DEFAULT] state_dir, ~/.tristate).'),
+    cfg.BoolOpt('demo', default=False,
+                help='Run a short demonstration, print it, and exit.'),
+]
+
+
+def _wait_idle(client, ctx, uuid, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        inst = client.statedb.get_instance(uuid)
+        if inst['task_id'] is None or time.monotonic() > deadline:
+            return inst
+        time.sleep(0.01)
+
+
+def _show(inst, what):
+    print('  %-28s %-6s %-14s task=%-12s power=%-9s host=%s' % (
+        what, inst['name'], inst['vm_state'], inst['task_state'] or '-',
+        states.power_state_name(inst['power_state']), inst['host'] or '-'))
+
+
+def _act(client, ctx, inst, action, **params):
+    started = time.monotonic()
+    client.run_action(ctx, inst['uuid'], action, params)
+    after = _wait_idle(client, ctx, inst['uuid'])
+    _show(after, '%s (%.0f ms)' % (action, (time.monotonic() - started) * 1e3))
+    return after
+
+
+def run_demo(plane):
+    client = plane.client
+    ctx = tcontext.RequestContext(user_id='demo', project_id='demo')
+    _wait_for_hosts(plane)
+    print('Building three instances on %d fake hosts:' % len(plane.host_names))
+    insts = []
+    for name, flavor in (('web1', 'small'), ('web2', 'small'), ('db1', 'medium')):
+        started = time.monotonic()
+        inst = client.create_instance(ctx, name=name, flavor=flavor,
+                                      image_ref='debian-12')
+        inst = _wait_idle(client, ctx, inst['uuid'])
+        _show(inst, 'build (%.0f ms)' % ((time.monotonic() - started) * 1e3))
+        insts.append(inst)
+    web1, _web2, db1 = insts
+    print('Walking web1 through the action table:')
+    for action, params in (('stop', {}), ('start', {}), ('pause', {}),
+                           ('unpause', {}), ('resize', {'flavor': 'medium'}),
+                           ('confirm_resize', {}), ('rescue', {}),
+                           ('unrescue', {})):
+        web1 = _act(client, ctx, web1, action, **params)
+    print('The table refuses what it does not allow:')
+    try:
+        client.run_action(ctx, web1['uuid'], 'unpause')
+    except exception.TristateError as err:
+        print('  refused: %s' % err)
+    print('Hard delete works even with the host\'s agent stopped:')
+    plane.stop_agent(db1['host'])
+    deleted = client.delete_instance(ctx, db1['uuid'])
+    _show(deleted, 'delete (agent down)')
+    print('Action log of web1:')
+    for entry in plane.statedb.list_actions(web1['uuid']):
+        print('  %-16s %-9s %s -> %s  task %s' % (
+            entry['action'], entry['result'], entry['vm_state_before'],
+            entry['vm_state_after'], entry['task_id']))
+    print('Hosts:')
+    for host in plane.statedb.list_hosts():
+        print('  %-8s used %d/%d vCPUs, %d/%d MiB' % (
+            host['name'], host['used_vcpus'], host['vcpus'],
+            host['used_memory_mb'], host['memory_mb']))
+    return 0
+
+
+def _wait_for_hosts(plane, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(plane.statedb.list_hosts()) >= len(plane.host_names):
+            return
+        time.sleep(0.02)
+
+
+def main(argv=None):
+    conf = service.prepare(argv, cli_opts=CLI_OPTS,
+                           description='The whole Tristate control plane in '
+                                       'one process, on a fake hypervisor.')
+    if conf.cli_state_dir:
+        conf.set_override('state_dir', conf.cli_state_dir)
+    if conf.transport_url in (None, 'rabbit://'):     # the library's default
+        conf.set_override('transport_url', embedded.MEMORY_URL)
+    plane = embedded.Embedded(conf, hosts=conf.hosts).start()
+    try:
+        if conf.demo:
+            return run_demo(plane)
+        print('Tristate is running: %d hosts, state in %s. Ctrl-C stops it.'
+              % (conf.hosts, conf.state_dir))
+        sys.stdout.flush()
+        service.wait_for_signal()
+        return 0
+    finally:
+        plane.stop()

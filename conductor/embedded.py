@@ -1,0 +1,75 @@
+"""The whole control plane in one process: one conductor and N agents on the
+fake hypervisor, SQLite and oslo.messaging's in-memory kombu transport.
+
+``tristate-all`` runs it; the functional tests use it too, so what a newcomer
+runs is what the tests exercise.
+"""
+
+import logging
+
+from common import rpc
+from common.db import api as db_api
+from common.db import engine
+from common.db import migration
+from compute_agent import service as agent_service
+from conductor import rpcapi
+from conductor import service as conductor_service
+
+LOG = logging.getLogger(__name__)
+MEMORY_URL = 'kombu+memory:////'
+
+
+class Embedded:
+    """Start with :meth:`start`, stop with :meth:`stop`. ``client`` is a
+    ConductorAPI with database access, like the API tier's."""
+
+    def __init__(self, conf, *, hosts=2, url=None, statedb=None,
+                 periodic_jobs=True):
+        self.conf = conf
+        self.host_names = ['host%d' % i for i in range(1, hosts + 1)]
+        self.url = url or conf.transport_url
+        if statedb is None:
+            database = engine.Database.from_conf(conf)
+            migration.upgrade(database)
+            statedb = db_api.StateDB(database)
+        self.statedb = statedb
+        self.periodic_jobs = periodic_jobs
+        self.bus = None
+        self.conductor = None
+        self.agents = {}
+        self.client = None
+
+    def start(self):
+        if self.url.startswith('kombu+memory'):
+            # No broker, so no AMQP heartbeats; kombu also warns once per
+            # connection that the memory URL has no host name.
+            self.conf.set_override('heartbeat_timeout_threshold', 0,
+                                   group='oslo_messaging_rabbit')
+            logging.getLogger('kombu.connection').setLevel(logging.ERROR)
+        self.bus = rpc.Bus(self.conf, url=self.url)
+        self.conductor = conductor_service.ConductorService(
+            self.conf, self.bus, self.statedb, host='conductor')
+        self.conductor.start(periodic_jobs=self.periodic_jobs)
+        for name in self.host_names:
+            self.start_agent(name)
+        self.client = rpcapi.ConductorAPI(self.bus, self.conf,
+                                          statedb=self.statedb)
+        return self
+
+    def start_agent(self, name, driver=None):
+        agent = agent_service.AgentService(self.conf, self.bus, host=name,
+                                           driver=driver)
+        agent.start()
+        self.agents[name] = agent
+        return agent
+
+    def stop_agent(self, name):
+        self.agents.pop(name).stop()
+
+    def stop(self):
+        for name in list(self.agents):
+            self.stop_agent(name)
+        if self.conductor is not None:
+            self.conductor.stop()
+        if self.bus is not None:
+            self.bus.cleanup()

@@ -1,0 +1,229 @@
+"""The conductor's flows: build, every action of the table, delete.
+
+A flow validates the request, claims the task through the gateway, does the
+conductor's part (scheduling, allocating) and sends the task to the agent of
+the instance's host. The agent reports back (:mod:`conductor.results`). A
+request that fails validation changes nothing.
+"""
+
+import datetime
+import logging
+
+from common import actions
+from common import exception
+from common import flavors
+from common import states
+from conductor import gateway as gw
+from conductor import results
+
+LOG = logging.getLogger(__name__)
+TABLE = actions.TABLE
+
+# Parameters each action takes: name -> (type, required). Others take none.
+PARAMS = {
+    'rebuild': {'image_ref': (str, False)},
+    'rescue': {'image_ref': (str, False)},
+    'resize': {'flavor': (str, True)},
+    'live_migrate': {'host': (str, False)},
+    'snapshot': {'image_name': (str, True)},
+    'backup': {'image_name': (str, True), 'rotation': (int, False)},
+    'set_password': {'password': (str, True)},
+}
+
+
+def validate_params(action, params):
+    spec = PARAMS.get(action, {})
+    unknown = sorted(set(params) - set(spec))
+    if unknown:
+        raise exception.Invalid(
+            reason='%s takes %s; unexpected %s' % (
+                action, ', '.join(sorted(spec)) or 'no parameters',
+                ', '.join(unknown)))
+    for name, (kind, required) in spec.items():
+        if name not in params:
+            if required:
+                raise exception.Invalid(reason='%s needs parameter %r (%s)'
+                                        % (action, name, kind.__name__))
+            continue
+        if not isinstance(params[name], kind) or isinstance(params[name], bool):
+            raise exception.Invalid(
+                reason='%s parameter %r must be %s, not %r'
+                       % (action, name, kind.__name__, params[name]))
+
+
+def validate_policies(policies):
+    choices = {'user_shutdown': states.USER_SHUTDOWN_POLICIES,
+               'crash': states.CRASH_POLICIES}
+    for key, value in policies.items():
+        if key not in choices:
+            raise exception.Invalid(reason='unknown policy %r: expected %s'
+                                    % (key, ', '.join(sorted(choices))))
+        if value not in choices[key]:
+            raise exception.InvalidState(field='%s policy' % key, value=value,
+                                         expected=', '.join(choices[key]))
+
+
+class Flows:
+    def __init__(self, *, gateway, scheduler, compute, conf):
+        self.gateway = gateway
+        self.db = gateway.db
+        self.scheduler = scheduler
+        self.compute = compute
+        self.conf = conf
+
+    # --- create and build -----------------------------------------------------
+
+    def create(self, ctx, *, name, flavor, image_ref, policies):
+        if not isinstance(name, str) or not name.strip() or len(name) > 255:
+            raise exception.Invalid(reason='name must be 1-255 characters, '
+                                    'got %r' % (name,))
+        if not isinstance(image_ref, str) or not image_ref:
+            raise exception.Invalid(reason='image_ref must be a non-empty '
+                                    'string, got %r' % (image_ref,))
+        chosen = flavors.get(self.conf, flavor)
+        validate_policies(policies)
+        values = {
+            'name': name, 'project_id': ctx.project_id or '',
+            'user_id': ctx.user_id or '', 'flavor_name': chosen.name,
+            'vcpus': chosen.vcpus, 'memory_mb': chosen.memory_mb,
+            'disk_gb': chosen.disk_gb, 'image_ref': image_ref,
+            'user_shutdown_policy': policies.get(
+                'user_shutdown', self.conf.conductor.default_user_shutdown),
+            'crash_policy': policies.get('crash',
+                                         self.conf.conductor.default_crash),
+        }
+        inst, task_ctx = self.gateway.create(ctx, values)
+        self._build(task_ctx, inst, chosen, 'build', {})
+        return self.db.get_instance(inst['uuid'])
+
+    def _build(self, task_ctx, inst, flavor, action, params):
+        uuid = inst['uuid']
+        try:
+            self.gateway.progress(task_ctx, uuid, step=states.step.SCHEDULING)
+            host = self.scheduler.select_and_allocate(task_ctx, uuid, flavor)
+        except exception.NoValidHost as err:
+            self.gateway.bury(task_ctx, uuid, reason=err.message,
+                              use_pending=self.conf.use_pending_state)
+            return
+        except exception.TaskPreempted:
+            return      # deleted while scheduling: nothing was allocated
+        self._send(task_ctx, host, dict(inst, host=host), action, params)
+
+    # --- every other action -------------------------------------------------------
+
+    def run_action(self, ctx, instance_uuid, action, params):
+        spec = TABLE.action(action)
+        if spec.kind != actions.KIND_TASK:
+            raise exception.Invalid(reason='%s is not run as a task: use its '
+                                    'own call' % action)
+        if spec.admin_only and not ctx.is_admin:
+            raise exception.Forbidden(action='%s (admin only)' % action)
+        validate_params(action, params)
+        inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
+        prepared = self._prepare(inst, action, params)
+        self._check_host_up(inst, action)
+        inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action)
+        if inst['task_state'] == states.task.BUILDING:
+            # rebuild of a buried instance: the build runs again
+            self._build(task_ctx, inst, flavors.of_instance(inst), action,
+                        prepared)
+        elif self._allocate(task_ctx, inst, action, prepared):
+            self._send(task_ctx, inst['host'], inst, action, prepared)
+        return self.db.get_instance(instance_uuid)
+
+    def _prepare(self, inst, action, params):
+        """Turn request parameters into what the agent needs."""
+        prepared = dict(params)
+        if action == 'resize':
+            new = flavors.get(self.conf, params['flavor'])
+            if new.name == inst['flavor_name']:
+                raise exception.Invalid(reason='instance %s already has '
+                                        'flavor %s' % (inst['uuid'], new.name))
+            prepared['flavor'] = new.to_dict()
+        if action in ('rebuild', 'rescue'):
+            prepared.setdefault('image_ref', inst['image_ref'])
+        if action == 'live_migrate' and params.get('host') == inst['host']:
+            raise exception.Invalid(reason='instance %s is already on host %s'
+                                    % (inst['uuid'], inst['host']))
+        return prepared
+
+    def _check_host_up(self, inst, action):
+        if inst['host'] is None or inst['vm_state'] == states.vm.PENDING:
+            return
+        try:
+            host = self.db.get_host(inst['host'])
+        except exception.HostNotFound:
+            host = {'last_heartbeat': None}
+        beat = host['last_heartbeat']
+        if beat is None or beat < self.scheduler.alive_since():
+            raise exception.ServiceUnavailable(
+                reason='the agent of host %s, where instance %s runs, missed '
+                       'its heartbeats; %s cannot run now (delete still can)'
+                       % (inst['host'], inst['uuid'], action))
+
+    def _allocate(self, task_ctx, inst, action, params):
+        """Resources a resize or migration needs before the agent starts."""
+        try:
+            if action == 'resize':
+                flavor = flavors.Flavor(**params['flavor'])
+                self.scheduler.select_and_allocate(
+                    task_ctx, inst['uuid'], flavor, purpose='resize',
+                    only=inst['host'])
+            elif action == 'live_migrate':
+                params['dest'] = self._migration_dest(task_ctx, inst, params)
+        except exception.NoValidHost as err:
+            self.gateway.fail_quietly(task_ctx, inst['uuid'], error=err.message,
+                                      rolled_back=True)
+            return False
+        return True
+
+    def _migration_dest(self, task_ctx, inst, params):
+        return self.scheduler.select_and_allocate(
+            task_ctx, inst['uuid'], flavors.of_instance(inst),
+            purpose='migration', only=params.get('host'),
+            exclude=[inst['host']])
+
+    def _send(self, task_ctx, host, inst, action, params):
+        try:
+            self.compute.run_task(task_ctx, host=host,
+                                  instance=gw.payload(inst), action=action,
+                                  params=params)
+        except Exception as err:   # the bus refused the message
+            LOG.warning('Could not send %s of instance %s to host %s: %s',
+                        action, inst['uuid'], host, err)
+            self.gateway.fail_quietly(
+                task_ctx, inst['uuid'], rolled_back=True,
+                error='could not send the task to host %s: %s' % (host, err),
+                settle=results.settle_on_failure(action))
+
+    # --- delete ----------------------------------------------------------------------
+
+    def delete(self, ctx, instance_uuid):
+        after = self.gateway.hard_delete(ctx, instance_uuid)
+        self.request_destroy(ctx, after)
+        return after
+
+    def request_destroy(self, ctx, inst):
+        """Best effort: the agent's next report triggers it again if lost."""
+        if not inst.get('host'):
+            return
+        try:
+            self.compute.destroy_domain(ctx, host=inst['host'],
+                                        instance_uuid=inst['uuid'])
+        except Exception:
+            LOG.warning('Could not ask host %s to destroy %s; its next power '
+                        'report will', inst['host'], inst['uuid'],
+                        exc_info=True)
+
+    def reclaim(self, ctx, now):
+        """Hard-delete instances soft-deleted longer than the interval."""
+        interval = self.conf.conductor.reclaim_instance_interval
+        if interval <= 0:
+            return 0
+        due = self.db.list_soft_deleted(
+            before=now - datetime.timedelta(seconds=interval))
+        for inst in due:
+            LOG.info('Reclaiming instance %s, soft-deleted at %s',
+                     inst['uuid'], inst['soft_deleted_at'])
+            self.delete(ctx, inst['uuid'])
+        return len(due)

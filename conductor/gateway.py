@@ -1,0 +1,161 @@
+"""The task gateway: the one place where a conductor changes an instance's state.
+
+Every flow (build, actions, delete, the reaper, the agents' results) goes
+through a :class:`TaskGateway` method, which makes the conditional UPDATE
+through :class:`common.db.api.StateDB` and then sends the notifications for
+what changed: ``instance.update`` (old and new vm_state/task_state) on every
+change, ``instance.<action>.start/end/error`` around every task.
+"""
+
+import logging
+
+from common import actions
+from common import exception
+
+TABLE = actions.TABLE
+
+LOG = logging.getLogger(__name__)
+
+_SHOWN = ('uuid', 'name', 'project_id', 'user_id', 'host', 'flavor_name',
+          'vcpus', 'memory_mb', 'disk_gb', 'image_ref', 'vm_state',
+          'task_state', 'task_id', 'power_state')
+
+
+def check_owner(ctx, inst):
+    """A project sees only its own instances; others are 'not found'."""
+    if not ctx.is_admin and inst['project_id'] != ctx.project_id:
+        raise exception.InstanceNotFound(instance=inst['uuid'])
+    return inst
+
+
+def hard_delete_local(statedb, ctx, instance_uuid):
+    """The hard delete's UPDATE, for a caller with database access."""
+    check_owner(ctx, statedb.get_instance(instance_uuid))
+    _before, after = statedb.hard_delete(ctx, instance_uuid)
+    return after
+
+
+def payload(inst, **extra):
+    data = {key: inst.get(key) for key in _SHOWN}
+    data.update(extra)
+    return data
+
+
+class TaskGateway:
+    """Claims, ends and preempts tasks, and tells the world."""
+
+    def __init__(self, statedb, notifier):
+        self.db = statedb
+        self.notifier = notifier
+
+    # --- notifications -------------------------------------------------------
+
+    def _notify_update(self, ctx, before, after):
+        if (before.get('vm_state'), before.get('task_state')) == (
+                after['vm_state'], after['task_state']):
+            return
+        self.notifier.info(ctx, 'instance.update', 'InstanceUpdatePayload',
+                           payload(after, old_vm_state=before.get('vm_state'),
+                                   old_task_state=before.get('task_state')))
+
+    def _notify_action(self, ctx, action, phase, inst, **extra):
+        event = 'instance.%s.%s' % (action, phase)
+        send = self.notifier.error if phase == 'error' else self.notifier.info
+        send(ctx, event, 'InstanceActionPayload', payload(inst, **extra))
+
+    # --- claim ---------------------------------------------------------------
+
+    def create(self, ctx, values):
+        """A new instance, INITIALIZED, its build task claimed."""
+        inst = self.db.create_instance(ctx, values)
+        task_ctx = ctx.for_task(inst['task_id'])
+        self._notify_update(task_ctx, {}, inst)
+        self._notify_action(task_ctx, 'build', 'start', inst)
+        return inst, task_ctx
+
+    def claim(self, ctx, instance_uuid, action):
+        """Claim ``action``; returns the instance and the task's context."""
+        check_owner(ctx, self.db.get_instance(instance_uuid))
+        inst = self.db.claim_task(ctx, instance_uuid, action)
+        task_ctx = ctx.for_task(inst['task_id'])
+        before = dict(inst, task_state=None)
+        self._notify_update(task_ctx, before, inst)
+        self._notify_action(task_ctx, action, 'start', inst)
+        return inst, task_ctx
+
+    # --- during and at the end ---------------------------------------------------
+
+    def progress(self, task_ctx, instance_uuid, *, host=None, step=None,
+                 percent=None):
+        self.db.update_progress(task_ctx, instance_uuid, step=step,
+                                percent=percent, host=host)
+
+    def finish(self, task_ctx, instance_uuid, *, host=None, values=None,
+               power=None, settle=()):
+        before, after = self.db.finish_task(
+            task_ctx, instance_uuid, values=values, power=power, host=host,
+            settle=settle)
+        self._notify_update(task_ctx, before, after)
+        self._notify_action(task_ctx, before['task_action'], 'end', after)
+        return after
+
+    def fail(self, task_ctx, instance_uuid, *, error, rolled_back, host=None,
+             power=None, settle=()):
+        before, after = self.db.fail_task(
+            task_ctx, instance_uuid, error=error, rolled_back=rolled_back,
+            power=power, host=host, settle=settle)
+        LOG.warning('Task %s (%s) on instance %s failed%s: %s',
+                    task_ctx.task_id, before['task_action'], instance_uuid,
+                    '' if rolled_back else ' without rollback', error)
+        self._notify_update(task_ctx, before, after)
+        self._notify_action(task_ctx, before['task_action'], 'error', after,
+                            error=error, rolled_back=rolled_back)
+        return after
+
+    def bury(self, task_ctx, instance_uuid, *, reason, use_pending):
+        before, after = self.db.bury(task_ctx, instance_uuid, reason=reason,
+                                     use_pending=use_pending)
+        LOG.warning('Instance %s buried as %s: %s', instance_uuid,
+                    after['vm_state'], reason)
+        self._notify_update(task_ctx, before, after)
+        self._notify_action(task_ctx, before['task_action'], 'error', after,
+                            error=reason)
+        return after
+
+    def fail_quietly(self, task_ctx, instance_uuid, *, error, rolled_back,
+                     settle=()):
+        """:meth:`fail`, for callers that race others to end the task (the
+        reaper, a lost task): a task already ended is not an error."""
+        try:
+            return self.fail(task_ctx, instance_uuid, error=error,
+                             rolled_back=rolled_back, settle=settle)
+        except (exception.TaskPreempted, exception.InstanceNotFound) as err:
+            LOG.info('Task %s already ended: %s', task_ctx.task_id, err)
+            return None
+
+    # --- preempting database-only actions --------------------------------------
+
+    def hard_delete(self, ctx, instance_uuid):
+        check_owner(ctx, self.db.get_instance(instance_uuid))
+        before, after = self.db.hard_delete(ctx, instance_uuid)
+        self.notify_deleted(ctx, before, after)
+        return after
+
+    def notify_deleted(self, ctx, before, after):
+        self._notify_update(ctx, before, after)
+        self._notify_action(ctx, 'delete', 'end', after)
+
+    def reset_state(self, ctx, instance_uuid, state):
+        if not ctx.is_admin:
+            raise exception.Forbidden(action='reset_state (admin only)')
+        before, after = self.db.reset_state(ctx, instance_uuid, state)
+        self._notify_update(ctx, before, after)
+        self._notify_action(ctx, 'reset_state', 'end', after)
+        return after
+
+
+def timeout_rolls_back(action):
+    """Whether a task that vanished (its agent lost it, or it timed out)
+    ends as rolled back (vm_state unchanged, reconcile then looks at the
+    domain) or, where the table says failure means ERROR, as ERROR."""
+    return TABLE.action(action).on_failure == actions.ROLLBACK_OR_ERROR

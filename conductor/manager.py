@@ -1,0 +1,100 @@
+"""The conductor's RPC endpoint: thin methods over the flows and results.
+
+The target version must match :data:`conductor.rpcapi.VERSION` (a test
+checks). Every method takes the caller's RequestContext first; for the
+agents' methods it carries the task_id of the task reported on.
+"""
+
+from common import exception
+from common import rpc
+from conductor import gateway as gw
+from conductor import rpcapi
+
+_expected = rpc.expected_exceptions(exception.TristateError)
+
+
+class ConductorManager:
+    target = rpc.Target(version=rpcapi.VERSION)
+
+    def __init__(self, *, flows, results, gateway):
+        self.flows = flows
+        self.results = results
+        self.gateway = gateway
+        self.db = gateway.db
+
+    # --- API tier ----------------------------------------------------------------
+
+    @_expected
+    def create_instance(self, ctx, name, flavor, image_ref, policies):
+        return self.flows.create(ctx, name=name, flavor=flavor,
+                                 image_ref=image_ref, policies=policies)
+
+    @_expected
+    def run_action(self, ctx, instance_uuid, action, params):
+        return self.flows.run_action(ctx, instance_uuid, action, params)
+
+    @_expected
+    def delete_instance(self, ctx, instance_uuid):
+        return self.flows.delete(ctx, instance_uuid)
+
+    @_expected
+    def instance_deleted(self, ctx, instance_uuid):
+        """A client deleted in the database itself; notify and clean up."""
+        inst = self.db.get_instance(instance_uuid)
+        self.gateway.notify_deleted(ctx, {}, inst)
+        self.flows.request_destroy(ctx, inst)
+
+    @_expected
+    def reset_state(self, ctx, instance_uuid, state):
+        return self.gateway.reset_state(ctx, instance_uuid, state)
+
+    @_expected
+    def get_instance(self, ctx, instance_uuid):
+        return gw.check_owner(ctx, self.db.get_instance(instance_uuid))
+
+    @_expected
+    def list_instances(self, ctx, all_projects=False):
+        if all_projects and not ctx.is_admin:
+            raise exception.Forbidden(action='listing all projects (admin only)')
+        project = None if all_projects else ctx.project_id
+        return self.db.list_instances(project_id=project)
+
+    @_expected
+    def list_hosts(self, ctx):
+        if not ctx.is_admin:
+            raise exception.Forbidden(action='listing hosts (admin only)')
+        alive_since = self.flows.scheduler.alive_since()
+        return [dict(h, up=bool(h['last_heartbeat'] and
+                                h['last_heartbeat'] >= alive_since))
+                for h in self.db.list_hosts()]
+
+    @_expected
+    def list_actions(self, ctx, instance_uuid):
+        gw.check_owner(ctx, self.db.get_instance(instance_uuid))
+        return self.db.list_actions(instance_uuid)
+
+    # --- agents --------------------------------------------------------------------
+
+    @_expected
+    def heartbeat(self, ctx, host, capacity, started_at, lost_tasks):
+        self.results.heartbeat(ctx, host=host, capacity=capacity,
+                               started_at=started_at, lost_tasks=lost_tasks)
+
+    @_expected
+    def task_progress(self, ctx, host, instance_uuid, step, percent):
+        self.results.progress(ctx, host=host, instance_uuid=instance_uuid,
+                              step=step, percent=percent)
+
+    @_expected
+    def task_finished(self, ctx, host, instance_uuid, power, values):
+        self.results.finished(ctx, host=host, instance_uuid=instance_uuid,
+                              power=power)
+
+    @_expected
+    def task_failed(self, ctx, host, instance_uuid, error, rolled_back, power):
+        self.results.failed(ctx, host=host, instance_uuid=instance_uuid,
+                            error=error, rolled_back=rolled_back, power=power)
+
+    @_expected
+    def power_report(self, ctx, host, reports, full):
+        return self.results.power_report(ctx, host=host, reports=reports)

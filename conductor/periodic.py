@@ -1,0 +1,48 @@
+"""The conductor's periodic jobs: the stuck-task reaper and the reclaim of
+soft-deleted instances. Several conductors may run them at once: every
+change they make is guarded by the task_id or the vm_state, so the second
+one finds nothing left to do."""
+
+import logging
+import threading
+
+from common import context as tcontext
+
+LOG = logging.getLogger(__name__)
+
+
+class PeriodicJobs:
+    def __init__(self, *, results, flows, interval, clock):
+        self.results = results
+        self.flows = flows
+        self.interval = interval
+        self.clock = clock
+        self._stop = threading.Event()
+        self._thread = None
+
+    def run_once(self):
+        """Every job once, now. Returns what each did, for logs and tests."""
+        ctx = tcontext.get_admin_context()
+        now = self.clock()
+        done = {}
+        for name, job in (('reaped', self.results.reap),
+                          ('reclaimed', self.flows.reclaim)):
+            try:
+                done[name] = job(ctx, now)
+            except Exception:   # a job failing must not stop the others
+                LOG.exception('Periodic job %s failed', name)
+        return done
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self.run_once()
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, daemon=True,
+                                        name='conductor-periodic')
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

@@ -1,0 +1,167 @@
+"""What agents tell the conductor: task results, heartbeats, power reports.
+
+An agent's word is accepted only for instances placed on its own host and
+only for the task_id in its context (the StateDB guards both). A result for
+a task that was preempted answers :class:`~common.exception.TaskPreempted`,
+so the agent stops and cleans up; nothing is recorded twice.
+"""
+
+import datetime
+import logging
+
+from common import exception
+from common import states
+from conductor import gateway as gw
+
+LOG = logging.getLogger(__name__)
+
+# Allocation changes when a task ends (see StateDB._settle).
+_ON_SUCCESS = {
+    'confirm_resize': [{'free': {'purpose': 'instance'}},
+                       {'promote': 'resize'}],
+    'revert_resize': [{'free': {'purpose': 'resize'}}],
+    'live_migrate': [{'free': {'purpose': 'instance'}},
+                     {'promote': 'migration'}],
+}
+_ON_FAILURE = {
+    'build': [{'free': {}}],
+    'rebuild': [],
+    'resize': [{'free': {'purpose': 'resize'}}],
+    'live_migrate': [{'free': {'purpose': 'migration'}}],
+}
+
+
+def settle_on_failure(action, vm_state=None):
+    # A rebuild of a buried instance is a build: it frees what it took.
+    if action == 'rebuild' and vm_state == states.vm.PENDING:
+        return _ON_FAILURE['build']
+    return _ON_FAILURE.get(action, [])
+
+
+class Results:
+    def __init__(self, *, gateway, flows, conf):
+        self.gateway = gateway
+        self.db = gateway.db
+        self.flows = flows
+        self.conf = conf
+
+    # --- task results ----------------------------------------------------------
+
+    def progress(self, ctx, *, host, instance_uuid, step, percent):
+        self.gateway.progress(ctx, instance_uuid, host=host, step=step,
+                              percent=percent)
+
+    def finished(self, ctx, *, host, instance_uuid, power):
+        inst = self.db.get_instance(instance_uuid)
+        action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
+        values = self._values_on_success(inst, action)
+        return self.gateway.finish(ctx, instance_uuid, host=host,
+                                   values=values, power=power,
+                                   settle=_ON_SUCCESS.get(action, []))
+
+    def _values_on_success(self, inst, action):
+        allocs = {a['purpose']: a for a in
+                  self.db.list_allocations(instance_uuid=inst['uuid'])}
+        if action in ('build', 'rebuild') and inst['vm_state'] in (
+                states.vm.INITIALIZED, states.vm.PENDING):
+            return {'launched_at': self.db.clock()}
+        if action == 'resize' and 'resize' in allocs:
+            return self._flavor_values(allocs['resize'])
+        if action == 'revert_resize' and 'instance' in allocs:
+            return self._flavor_values(allocs['instance'])
+        if action == 'live_migrate' and 'migration' in allocs:
+            return {'host': allocs['migration']['host']}
+        return {}
+
+    @staticmethod
+    def _flavor_values(alloc):
+        return {'flavor_name': alloc['flavor_name'], 'vcpus': alloc['vcpus'],
+                'memory_mb': alloc['memory_mb'], 'disk_gb': alloc['disk_gb']}
+
+    def failed(self, ctx, *, host, instance_uuid, error, rolled_back, power):
+        inst = self.db.get_instance(instance_uuid)
+        action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
+        return self.gateway.fail(
+            ctx, instance_uuid, host=host, error=error,
+            rolled_back=rolled_back, power=power,
+            settle=settle_on_failure(action, inst['vm_state']))
+
+    # --- heartbeats and lost tasks ----------------------------------------------
+
+    def heartbeat(self, ctx, *, host, capacity, started_at, lost_tasks):
+        started = (datetime.datetime.fromisoformat(started_at)
+                   if started_at else None)
+        self.db.host_heartbeat(host, vcpus=capacity['vcpus'],
+                               memory_mb=capacity['memory_mb'],
+                               disk_gb=capacity['disk_gb'],
+                               agent_started_at=started)
+        if lost_tasks:
+            self.fail_lost_tasks(ctx, host, lost_tasks)
+
+    def fail_lost_tasks(self, ctx, host, task_ids):
+        """An agent restarted and lost these tasks: fail them now."""
+        wanted = set(task_ids)
+        for inst in self.db.list_running_tasks(host=host):
+            if inst['task_id'] not in wanted:
+                continue
+            self._end_vanished(
+                ctx, inst, 'the agent on host %s restarted and lost the task'
+                % host)
+
+    def _end_vanished(self, ctx, inst, why):
+        action = inst['task_action']
+        self.gateway.fail_quietly(
+            ctx.for_task(inst['task_id']), inst['uuid'], error=why,
+            rolled_back=gw.timeout_rolls_back(action),
+            settle=settle_on_failure(action, inst['vm_state']))
+
+    def reap(self, ctx, now):
+        """Fail tasks with no progress for longer than their timeout."""
+        overrides = {k: int(v) for k, v in
+                     self.conf.conductor.task_timeouts.items()}
+        shortest = min([gw.TABLE.action(a).timeout for a in gw.TABLE.actions
+                        if gw.TABLE.action(a).timeout] + list(overrides.values()))
+        reaped = 0
+        for inst in self.db.list_running_tasks(
+                updated_before=now - datetime.timedelta(seconds=shortest)):
+            action = inst['task_action']
+            timeout = overrides.get(action, gw.TABLE.action(action).timeout)
+            idle = (now - inst['task_updated_at']).total_seconds()
+            if idle < timeout:
+                continue
+            self._end_vanished(ctx, inst, 'no progress for %d s (timeout of '
+                               '%s: %d s)' % (idle, action, timeout))
+            reaped += 1
+        return reaped
+
+    # --- power reports -------------------------------------------------------------
+
+    def power_report(self, ctx, *, host, reports):
+        """Store each report; answer the domains the agent must destroy."""
+        destroy = []
+        for report in reports:
+            try:
+                stored = self.db.store_power_report(
+                    report['uuid'], host=host, state=report['power_state'],
+                    reason=report.get('reason'), seq=report['seq'])
+            except (exception.Invalid, KeyError, ValueError) as err:
+                LOG.warning('Bad power report from %s ignored: %r (%s)',
+                            host, report, err)
+                continue
+            if self._must_destroy(host, report, stored):
+                destroy.append(report['uuid'])
+        return {'destroy': destroy}
+
+    def _must_destroy(self, host, report, stored):
+        if report['power_state'] == states.power.NOSTATE:
+            return False
+        inst = stored
+        if inst is None:
+            try:
+                inst = self.db.get_instance(report['uuid'])
+            except exception.InstanceNotFound:
+                LOG.info('Domain %s on host %s belongs to no instance',
+                         report['uuid'], host)
+                return False
+        return (inst['vm_state'] == states.vm.HARD_DELETED
+                and inst['host'] == host)

@@ -1,0 +1,77 @@
+"""The scheduler (DESIGN.md section 6): pick a host and allocate on it atomically.
+
+Filters (host enabled, heartbeat within ``service_down_time``, room for the
+flavor under the allocation ratios) and the weigher (spread by free RAM, or
+pack) run as one SQL query (:meth:`common.db.api.StateDB.find_hosts`). The
+allocation is a conditional UPDATE that fails when the host filled up
+meanwhile; the next host is then tried, so concurrent conductors never
+over-commit. No host left: :class:`~common.exception.NoValidHost` with the
+reason, and ``select_destinations.error``.
+"""
+
+import datetime
+
+from common import exception
+
+
+class Scheduler:
+    def __init__(self, statedb, notifier, conf):
+        self.db = statedb
+        self.notifier = notifier
+        self.conf = conf
+
+    @property
+    def ratios(self):
+        sched = self.conf.scheduler
+        return (sched.cpu_allocation_ratio, sched.ram_allocation_ratio,
+                sched.disk_allocation_ratio)
+
+    def alive_since(self):
+        return self.db.clock() - datetime.timedelta(
+            seconds=self.conf.conductor.service_down_time)
+
+    def select_and_allocate(self, task_ctx, instance_uuid, flavor, *,
+                            purpose='instance', only=None, exclude=()):
+        """Allocate ``flavor`` for the task on the best host; return its name.
+
+        ``only`` restricts the choice to one host (resize in place),
+        ``exclude`` removes hosts (a migration's source).
+        """
+        request = {'instance_uuid': instance_uuid, 'flavor': flavor.name,
+                   'only': only, 'exclude': list(exclude)}
+        self.notifier.info(task_ctx, 'select_destinations.start',
+                           'RequestSpecPayload', request)
+        candidates = self.db.find_hosts(
+            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
+            disk_gb=flavor.disk_gb, ratios=self.ratios,
+            alive_since=self.alive_since(),
+            pack=self.conf.scheduler.weigher == 'pack',
+            limit=self.conf.scheduler.max_attempts, exclude=exclude)
+        if only is not None:
+            candidates = [h for h in candidates if h['name'] == only]
+        for host in candidates:
+            try:
+                self.db.allocate(
+                    task_ctx, instance_uuid, host['name'], vcpus=flavor.vcpus,
+                    memory_mb=flavor.memory_mb, disk_gb=flavor.disk_gb,
+                    ratios=self.ratios, purpose=purpose,
+                    flavor_name=flavor.name)
+            except exception.HostCapacityExceeded:
+                continue        # another conductor took the room first
+            self.notifier.info(task_ctx, 'select_destinations.end',
+                               'RequestSpecPayload',
+                               dict(request, host=host['name']))
+            return host['name']
+        reason = self._explain(flavor, only)
+        self.notifier.error(task_ctx, 'select_destinations.error',
+                            'RequestSpecPayload', dict(request, error=reason))
+        raise exception.NoValidHost(reason=reason)
+
+    def _explain(self, flavor, only):
+        total, disabled, down = self.db.count_hosts(
+            alive_since=self.alive_since())
+        where = ('host %s' % only) if only else ('%d host(s)' % total)
+        return ('%s: %d disabled, %d down, none of the rest has room for '
+                'flavor %s (%d vCPUs, %d MiB RAM, %d GiB disk)'
+                % (where, disabled, down, flavor.name, flavor.vcpus,
+                   flavor.memory_mb, flavor.disk_gb))

@@ -1,0 +1,54 @@
+"""Wires a conductor together: database, bus, gateway, scheduler, flows,
+results, the RPC server and the periodic jobs."""
+
+import logging
+
+from common.db import api as db_api
+from compute_agent import rpcapi as compute_rpcapi
+from conductor import flows as flows_mod
+from conductor import gateway as gateway_mod
+from conductor import manager
+from conductor import periodic
+from conductor import results as results_mod
+from conductor import scheduler as scheduler_mod
+
+LOG = logging.getLogger(__name__)
+
+
+class ConductorService:
+    """One conductor. Stateless: run as many as you like on one topic."""
+
+    def __init__(self, conf, bus, statedb, *, host=None):
+        self.host = host or conf.host
+        notifier = bus.notifier('conductor.%s' % self.host)
+        self.gateway = gateway_mod.TaskGateway(statedb, notifier)
+        self.scheduler = scheduler_mod.Scheduler(statedb, notifier, conf)
+        self.flows = flows_mod.Flows(
+            gateway=self.gateway, scheduler=self.scheduler,
+            compute=compute_rpcapi.ComputeAPI(bus, conf), conf=conf)
+        self.results = results_mod.Results(gateway=self.gateway,
+                                           flows=self.flows, conf=conf)
+        self.manager = manager.ConductorManager(
+            flows=self.flows, results=self.results, gateway=self.gateway)
+        self.server = bus.server(conf.conductor.topic, [self.manager],
+                                 server=self.host)
+        self.periodic = periodic.PeriodicJobs(
+            results=self.results, flows=self.flows,
+            interval=conf.conductor.periodic_interval, clock=statedb.clock)
+
+    def start(self, *, periodic_jobs=True):
+        self.server.start()
+        if periodic_jobs:
+            self.periodic.start()
+        LOG.info('Conductor %s started', self.host)
+
+    def stop(self):
+        self.periodic.stop()
+        self.server.stop()
+        self.server.wait()
+        LOG.info('Conductor %s stopped', self.host)
+
+
+def make_statedb(conf):
+    from common.db import engine
+    return db_api.StateDB(engine.Database.from_conf(conf))

@@ -1,0 +1,108 @@
+"""Transient errors are retried, a bounded number of times, then reported."""
+
+import sqlite3
+
+import pytest
+from sqlalchemy import exc as sa_exc
+
+from common import exception
+from common.db import engine
+
+
+class FakePGError(Exception):
+    """Looks like a psycopg2 error: carries a SQLSTATE in ``pgcode``."""
+
+    def __init__(self, pgcode, text='pg error'):
+        super().__init__(text)
+        self.pgcode = pgcode
+
+
+def _operational(orig):
+    return sa_exc.OperationalError('UPDATE instances ...', {}, orig)
+
+
+@pytest.mark.parametrize('err,transient', [
+    (_operational(sqlite3.OperationalError('database is locked')), True),
+    (_operational(sqlite3.OperationalError('database table is locked')), True),
+    (_operational(sqlite3.OperationalError('no such table: instances')), False),
+    (_operational(FakePGError('40P01', 'deadlock detected')), True),
+    (_operational(FakePGError('40001', 'could not serialize')), True),
+    (_operational(FakePGError('08006', 'connection failure')), True),
+    (sa_exc.IntegrityError('INSERT', {}, FakePGError('23505', 'duplicate')),
+     False),
+    (sa_exc.IntegrityError('INSERT', {}, sqlite3.IntegrityError('UNIQUE')),
+     False),
+    (ValueError('database is locked'), False),
+], ids=lambda v: str(v)[:40] if not isinstance(v, bool) else str(v))
+def test_is_transient(err, transient):
+    assert engine.is_transient(err) is transient
+
+
+def _database():
+    return engine.Database('sqlite://', max_retries=3, retry_interval=0)
+
+
+def test_transient_errors_are_retried():
+    calls = []
+
+    def txn(conn):
+        calls.append(conn)
+        if len(calls) < 3:
+            raise _operational(sqlite3.OperationalError('database is locked'))
+        return conn.exec_driver_sql('SELECT 42').scalar()
+
+    assert _database().transaction(txn) == 42
+    assert len(calls) == 3
+
+
+def test_retries_are_bounded():
+    calls = []
+
+    def txn(conn):
+        calls.append(conn)
+        raise _operational(sqlite3.OperationalError('database is locked'))
+
+    with pytest.raises(exception.DBUnavailable) as err:
+        _database().transaction(txn)
+    assert len(calls) == 3
+    assert err.value.kwargs['attempts'] == 3
+    assert '3 attempts' in str(err.value)
+    assert 'database is locked' in str(err.value)
+    assert err.value.code == 503
+
+
+def test_other_errors_are_not_retried():
+    calls = []
+
+    def txn(conn):
+        calls.append(conn)
+        raise _operational(sqlite3.OperationalError('no such table: x'))
+
+    with pytest.raises(sa_exc.OperationalError):
+        _database().transaction(txn)
+    assert len(calls) == 1
+
+
+def test_a_failed_attempt_is_rolled_back():
+    database = _database()
+    database.transaction(lambda conn: conn.exec_driver_sql(
+        'CREATE TABLE t (x INTEGER)'))
+    calls = []
+
+    def txn(conn):
+        calls.append(conn)
+        conn.exec_driver_sql('INSERT INTO t VALUES (1)')
+        if len(calls) == 1:
+            raise _operational(sqlite3.OperationalError('database is locked'))
+
+    database.transaction(txn)
+    count = database.transaction(lambda conn: conn.exec_driver_sql(
+        'SELECT count(*) FROM t').scalar(), readonly=True)
+    assert count == 1
+
+
+def test_default_sqlite_url_creates_the_state_dir(tmp_path):
+    state_dir = tmp_path / 'state'
+    url = engine.default_sqlite_url(str(state_dir))
+    assert state_dir.is_dir()
+    assert url == 'sqlite:///%s' % (state_dir / 'tristate.sqlite')

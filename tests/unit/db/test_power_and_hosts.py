@@ -1,0 +1,166 @@
+"""Power reports (bottom-up) and allocations on hosts, on every backend."""
+
+import pytest
+
+from common import exception
+from common.states import power
+from common.states import vm
+
+
+def _report(statedb, instances, uuid, **kw):
+    kw.setdefault('host', instances.host)
+    return statedb.store_power_report(uuid, **kw)
+
+
+# --- power reports ------------------------------------------------------------------
+
+def test_report_is_stored(statedb, clock, instances):
+    uuid = instances.active()
+    now = clock.advance(5)
+    stored = _report(statedb, instances, uuid, state='SHUTDOWN', seq=1,
+                     reason='guest')
+    inst = statedb.get_instance(uuid)
+    assert stored == inst
+    assert (inst['power_state'], inst['power_reason'], inst['power_seq'],
+            inst['power_reported_at']) == (power.SHUTDOWN, 'guest', 1, now)
+    assert inst['vm_state'] == vm.ACTIVE
+
+
+def test_report_only_from_the_instances_host(statedb, instances):
+    uuid = instances.active()
+    statedb.host_heartbeat('node2', vcpus=8, memory_mb=8192, disk_gb=100)
+    before = instances.snapshot(uuid)
+    assert _report(statedb, instances, uuid, host='node2', state='SHUTDOWN',
+                   seq=1) is None
+    assert instances.snapshot(uuid) == before
+
+
+def test_older_report_is_ignored(statedb, instances):
+    uuid = instances.active()
+    _report(statedb, instances, uuid, state=power.SHUTDOWN, seq=2)
+    assert _report(statedb, instances, uuid, state=power.RUNNING, seq=1) is None
+    assert _report(statedb, instances, uuid, state=power.RUNNING, seq=2) is None
+    inst = statedb.get_instance(uuid)
+    assert (inst['power_state'], inst['power_seq']) == (power.SHUTDOWN, 2)
+
+
+@pytest.mark.parametrize('reported,stored', [
+    ('SHUTOFF', power.SHUTDOWN), (5, power.SHUTDOWN),
+    ('BLOCKED', power.RUNNING), ('FAILED', power.NOSTATE),
+    ('paused', power.PAUSED)])
+def test_obsolete_names_are_normalised(statedb, instances, reported, stored):
+    uuid = instances.active()
+    _report(statedb, instances, uuid, state=reported, seq=1)
+    assert statedb.get_instance(uuid)['power_state'] == stored
+
+
+def test_bad_reason_is_rejected(statedb, instances):
+    uuid = instances.active()
+    before = instances.snapshot(uuid)
+    with pytest.raises(exception.InvalidState) as err:
+        _report(statedb, instances, uuid, state='SHUTDOWN', seq=1,
+                reason='bored')
+    assert 'bored' in str(err.value) and 'guest' in str(err.value)
+    assert instances.snapshot(uuid) == before
+
+
+def test_report_is_stored_while_a_task_runs(statedb, instances):
+    uuid = instances.active()
+    task = instances.start(uuid, 'stop')
+    _report(statedb, instances, uuid, state='SHUTDOWN', seq=1)
+    inst = statedb.get_instance(uuid)
+    assert inst['power_state'] == power.SHUTDOWN
+    assert (inst['task_id'], inst['task_state']) == (task.task_id, 'stopping')
+
+
+def test_finish_ignores_an_older_power_report(statedb, instances):
+    uuid = instances.active()
+    _report(statedb, instances, uuid, state='RUNNING', seq=5)
+    task = instances.start(uuid, 'reboot')
+    statedb.finish_task(task, uuid, power={'power_state': 'SHUTDOWN',
+                                           'seq': 4})
+    inst = statedb.get_instance(uuid)
+    assert (inst['power_state'], inst['power_seq']) == (power.RUNNING, 5)
+
+
+# --- allocations ------------------------------------------------------------------------
+
+def _used(statedb, host):
+    row = statedb.get_host(host)
+    return row['used_vcpus'], row['used_memory_mb'], row['used_disk_gb']
+
+
+def _building(instances, count):
+    return [instances.create('vm%d' % i) for i in range(count)]
+
+
+def test_allocate_places_the_instance(statedb, instances):
+    uuid, task = instances.create()
+    statedb.allocate(task, uuid, instances.host, **instances.flavor)
+    assert statedb.get_instance(uuid)['host'] == instances.host
+    [alloc] = statedb.list_allocations(instance_uuid=uuid)
+    assert (alloc['host'], alloc['vcpus']) == (instances.host, 2)
+    assert _used(statedb, instances.host) == (2, 2048, 20)
+
+
+def test_allocate_refuses_over_capacity(statedb, instances):
+    statedb.host_heartbeat('small', vcpus=4, memory_mb=4096, disk_gb=40)
+    (a, ta), (b, tb), (c, tc) = _building(instances, 3)
+    statedb.allocate(ta, a, 'small', **instances.flavor)
+    statedb.allocate(tb, b, 'small', **instances.flavor)
+    with pytest.raises(exception.HostCapacityExceeded) as err:
+        statedb.allocate(tc, c, 'small', **instances.flavor)
+    assert 'small' in str(err.value)
+    assert _used(statedb, 'small') == (4, 4096, 40)
+    assert statedb.get_instance(c)['host'] is None
+    assert statedb.list_allocations(instance_uuid=c) == []
+
+
+def test_ratios_allow_overcommit(statedb, instances):
+    statedb.host_heartbeat('small', vcpus=4, memory_mb=4096, disk_gb=40)
+    built = _building(instances, 5)
+    for uuid, task in built[:4]:
+        statedb.allocate(task, uuid, 'small', ratios=(2.0, 2.0, 2.0),
+                         **instances.flavor)
+    assert _used(statedb, 'small') == (8, 8192, 80)
+    uuid, task = built[4]
+    with pytest.raises(exception.HostCapacityExceeded):
+        statedb.allocate(task, uuid, 'small', ratios=(2.0, 2.0, 2.0),
+                         **instances.flavor)
+
+
+def test_disabled_host_takes_nothing(statedb, instances):
+    statedb.set_host_enabled(instances.host, False, reason='maintenance')
+    uuid, task = instances.create()
+    with pytest.raises(exception.HostCapacityExceeded):
+        statedb.allocate(task, uuid, instances.host, **instances.flavor)
+    assert _used(statedb, instances.host) == (0, 0, 0)
+
+
+def test_allocate_for_a_preempted_task_rolls_back(statedb, ctx, instances):
+    uuid, task = instances.create()
+    statedb.hard_delete(ctx, uuid)
+    with pytest.raises(exception.TaskPreempted):
+        statedb.allocate(task, uuid, instances.host, **instances.flavor)
+    assert _used(statedb, instances.host) == (0, 0, 0)
+    assert statedb.list_allocations(host=instances.host) == []
+
+
+def test_free_allocations_of_a_rolled_back_build(statedb, instances):
+    uuid, task = instances.create()
+    statedb.allocate(task, uuid, instances.host, **instances.flavor)
+    statedb.free_allocations(task, uuid)
+    assert _used(statedb, instances.host) == (0, 0, 0)
+    assert statedb.list_allocations(instance_uuid=uuid) == []
+
+
+def test_heartbeat_updates_capacity_and_keeps_usage(statedb, clock, instances):
+    instances.active()
+    now = clock.advance(10)
+    assert statedb.host_heartbeat(instances.host, vcpus=64, memory_mb=1024,
+                                  disk_gb=10) is not None
+    host = statedb.get_host(instances.host)
+    assert (host['vcpus'], host['last_heartbeat']) == (64, now)
+    assert host['used_vcpus'] == instances.flavor['vcpus']
+    with pytest.raises(exception.HostNotFound):
+        statedb.get_host('nowhere')

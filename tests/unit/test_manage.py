@@ -1,0 +1,57 @@
+"""``tristate-manage``: schema sync and the action table, offline."""
+
+from oslo_config import cfg
+import pytest
+
+from common import conf as tconf
+from common.actions import TABLE
+from common.cmd import manage
+from common.db import engine
+from common.db import migration
+
+
+@pytest.fixture
+def conf_file(tmp_path):
+    path = tmp_path / 'tristate.conf'
+    path.write_text('[DEFAULT]\nstate_dir = %s\n' % (tmp_path / 'state'))
+    return path
+
+
+def _run(conf_file, *argv):
+    conf = cfg.ConfigOpts()
+    tconf.register_all(conf)
+    return manage.main(['--config-file', str(conf_file), *argv], conf=conf)
+
+
+def test_db_sync_creates_the_schema_at_head(conf_file, tmp_path, capsys):
+    assert _run(conf_file, 'db', 'sync') == 0
+    database = engine.Database(engine.default_sqlite_url(
+        str(tmp_path / 'state')))
+    try:
+        assert migration.current_revision(database) == migration.head_revision()
+    finally:
+        database.dispose()
+    assert migration.head_revision() in capsys.readouterr().out
+
+
+def test_db_version_after_sync(conf_file, capsys):
+    _run(conf_file, 'db', 'sync')
+    capsys.readouterr()
+    _run(conf_file, 'db', 'version')
+    out = capsys.readouterr().out
+    head = migration.head_revision()
+    assert 'current: %s' % head in out and 'head: %s' % head in out
+
+
+def test_actions_prints_every_action(conf_file, capsys):
+    assert _run(conf_file, 'actions') == 0
+    out = capsys.readouterr().out
+    printed = {line.split()[0] for line in out.splitlines()[2:] if line}
+    assert printed == set(TABLE.actions)
+
+
+def test_docs_writes_the_states_page(conf_file, tmp_path):
+    out = tmp_path / 'states.md'
+    _run(conf_file, 'docs', 'states', '--output', str(out))
+    from common import docs
+    assert out.read_text() == docs.render_states_md()
