@@ -3,11 +3,17 @@
 # 127.0.0.1 and owned by this script, never by systemd:
 #   tools/test-services.sh start DIR   -> prints `export ...` lines to eval
 #   tools/test-services.sh stop DIR
+#   tools/test-services.sh rabbit DIR start|stop|kill
+#       the RabbitMQ node alone (the broker-restart tests use it; epmd stays)
 # PostgreSQL: a fresh cluster in DIR/pg (initdb + pg_ctl as user postgres).
+# RabbitMQ: a private node in DIR/rabbit (its own epmd port, Erlang cookie,
+# mnesia, logs, config and no plugins), run as user rabbitmq, stopped by PID.
 set -euo pipefail
 
-cmd=${1:?usage: $0 start|stop DIR}
-dir=${2:?usage: $0 start|stop DIR}
+usage="usage: $0 start|stop DIR | $0 rabbit DIR start|stop|kill"
+cmd=${1:?$usage}
+dir=${2:?$usage}
+dir=$(cd "$dir" && pwd)
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 pg_port=${TRISTATE_TEST_PG_PORT:-54329}
 
@@ -29,8 +35,125 @@ stop_pg() {
     as_postgres "$pg_bin/pg_ctl" -D "$dir/pg/data" -m fast -w stop >/dev/null || true
 }
 
+# --- RabbitMQ ---------------------------------------------------------------
+# Ports: AMQP $rabbit_port, Erlang distribution +1, rabbitmqctl's own node
+# +2..+11, epmd +12 (a private epmd, so a system one is never touched).
+rb=$dir/rabbit
+rabbit_bin=/usr/lib/rabbitmq/bin
+
+rabbit_settings() {
+    if [ -f "$rb/settings" ]; then
+        # shellcheck source=/dev/null
+        . "$rb/settings"     # a restart reuses the ports of the first start
+    else
+        rabbit_port=${TRISTATE_TEST_RABBIT_PORT:-56729}
+    fi
+    rabbit_node=tristate-test@localhost
+}
+
+as_rabbit() {
+    # Everything the node and rabbitmqctl read comes from DIR/rabbit.
+    setpriv --reuid=rabbitmq --regid=rabbitmq --init-groups env \
+        HOME="$rb/home" \
+        ERL_EPMD_PORT=$((rabbit_port + 12)) \
+        RABBITMQ_CONF_ENV_FILE="$rb/rabbitmq-env.conf" \
+        RABBITMQ_CONFIG_FILE="$rb/rabbitmq.conf" \
+        RABBITMQ_ADVANCED_CONFIG_FILE="$rb/advanced.config" \
+        RABBITMQ_ENABLED_PLUGINS_FILE="$rb/enabled_plugins" \
+        RABBITMQ_MNESIA_BASE="$rb/mnesia" \
+        RABBITMQ_LOG_BASE="$rb/log" \
+        RABBITMQ_PID_FILE="$rb/beam.pid" \
+        RABBITMQ_NODENAME="$rabbit_node" \
+        RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+        RABBITMQ_NODE_PORT="$rabbit_port" \
+        RABBITMQ_DIST_PORT=$((rabbit_port + 1)) \
+        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+        RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+        RABBITMQ_CTL_DIST_PORT_MIN=$((rabbit_port + 2)) \
+        RABBITMQ_CTL_DIST_PORT_MAX=$((rabbit_port + 11)) \
+        "$@"
+}
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+rabbit_prepare() {
+    [ -x "$rabbit_bin/rabbitmq-server" ] || { echo "rabbitmq-server not installed" >&2; exit 1; }
+    [ -f "$rb/settings" ] && return 0
+    mkdir -p "$rb/home" "$rb/mnesia" "$rb/log"
+    echo "rabbit_port=$rabbit_port" >"$rb/settings"
+    : >"$rb/rabbitmq-env.conf"
+    echo '[].' >"$rb/enabled_plugins"
+    cat >"$rb/rabbitmq.conf" <<CONF
+listeners.tcp.default = 127.0.0.1:$rabbit_port
+loopback_users.guest = true
+log.file.level = info
+CONF
+    head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$rb/home/.erlang.cookie"
+    chmod 400 "$rb/home/.erlang.cookie"
+    chown -R rabbitmq:rabbitmq "$rb"
+    chmod 750 "$rb"
+}
+
+rabbit_start() {
+    rabbit_settings
+    rabbit_prepare
+    alive "$rb/beam.pid" && { echo "RabbitMQ already runs in $rb" >&2; exit 1; }
+    if ! alive "$rb/epmd.pid"; then
+        as_rabbit epmd -address 127.0.0.1 -port $((rabbit_port + 12)) \
+            </dev/null >>"$rb/epmd.log" 2>&1 &
+        echo $! >"$rb/epmd.pid"
+    fi
+    rm -f "$rb/beam.pid"
+    as_rabbit "$rabbit_bin/rabbitmq-server" </dev/null >>"$rb/server.out" 2>&1 &
+    local deadline=$((SECONDS + 60)) rc
+    while true; do
+        rc=0
+        as_rabbit "$rabbit_bin/rabbitmqctl" -n "$rabbit_node" -q -t 5 await_startup \
+            >/dev/null 2>&1 || rc=$?
+        [ "$rc" -eq 0 ] && break
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "RabbitMQ did not start in 60 s (rabbitmqctl exit $rc); see $rb/log" >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+    alive "$rb/beam.pid" || { echo "RabbitMQ up but no PID in $rb/beam.pid" >&2; exit 1; }
+}
+
+# Stop the node: SIGTERM (clean) or SIGKILL, then wait until its PID is gone.
+rabbit_stop_node() {
+    local sig=$1 pid
+    alive "$rb/beam.pid" || return 0
+    pid=$(cat "$rb/beam.pid")
+    kill "-$sig" "$pid"
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; sleep 0.2; fi
+    rm -f "$rb/beam.pid"
+}
+
+stop_rabbit() {
+    [ -d "$rb" ] || return 0
+    rabbit_stop_node TERM || true
+    if alive "$rb/epmd.pid"; then kill "$(cat "$rb/epmd.pid")" || true; fi
+    rm -f "$rb/epmd.pid"
+}
+
+start_rabbit() {
+    rabbit_start
+    echo "export TRISTATE_TEST_RABBIT_URL=rabbit://guest:guest@127.0.0.1:$rabbit_port/"
+    # The tests restart the broker with: $TRISTATE_TEST_RABBIT_CTL stop|kill|start
+    echo "export TRISTATE_TEST_RABBIT_CTL='$(cd "$(dirname "$0")" && pwd)/$(basename "$0") rabbit $dir'"
+}
+
 case "$cmd" in
-    start) start_pg ;;
-    stop) stop_pg ;;
-    *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+    start) start_pg; start_rabbit ;;
+    stop) stop_rabbit; stop_pg ;;
+    rabbit)
+        case "${3:-}" in
+            start) rabbit_start ;;
+            stop) rabbit_stop_node TERM ;;
+            kill) rabbit_stop_node KILL ;;
+            *) echo "$usage" >&2; exit 2 ;;
+        esac ;;
+    *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -87,6 +87,10 @@ def run_demo(plane):
     plane.stop_agent(db1['host'])
     deleted = client.delete_instance(ctx, db1['uuid'])
     _show(deleted, 'delete (agent down)')
+    plane.start_agent(db1['host'])
+    gone = _wait_domain_gone(plane, db1['host'], db1['uuid'])
+    print('  agent of %s back: leftover domain of db1 %s' % (
+        db1['host'], 'destroyed' if gone else 'still there (see the log)'))
     print('Action log of web1:')
     for entry in plane.statedb.list_actions(web1['uuid']):
         print('  %-16s %-9s %s -> %s  task %s' % (
@@ -98,6 +102,15 @@ def run_demo(plane):
             host['name'], host['used_vcpus'], host['vcpus'],
             host['used_memory_mb'], host['memory_mb']))
     return 0
+
+
+def _wait_domain_gone(plane, host, uuid, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if plane.agents[host].driver.get_domain(uuid) is None:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def _wait_for_hosts(plane, timeout=10.0):
