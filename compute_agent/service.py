@@ -53,6 +53,8 @@ class AgentService:
         self.manager.stop()
         self.reporter.stop()
         self.server.stop()
-        self.server.wait()
+        # Before wait(): it wakes driver calls that hang, which wait() would
+        # otherwise wait for (until [fake_driver] hang_timeout, an hour).
         self.driver.cleanup_host()
+        self.server.wait()
         LOG.info('Compute agent %s stopped', self.host)

@@ -196,6 +196,13 @@ class Flows:
                 error='could not send the task to host %s: %s' % (host, err),
                 settle=results.settle_on_failure(action))
 
+    def update_policies(self, ctx, instance_uuid, policies):
+        validate_policies(policies)
+        gw.check_owner(ctx, self.db.get_instance(instance_uuid))
+        return self.db.set_policies(instance_uuid,
+                                    user_shutdown=policies.get('user_shutdown'),
+                                    crash=policies.get('crash'))
+
     # --- delete ----------------------------------------------------------------------
 
     def delete(self, ctx, instance_uuid):

@@ -49,6 +49,10 @@ class ConductorManager:
         return self.gateway.reset_state(ctx, instance_uuid, state)
 
     @_expected
+    def update_policies(self, ctx, instance_uuid, policies):
+        return self.flows.update_policies(ctx, instance_uuid, policies)
+
+    @_expected
     def get_instance(self, ctx, instance_uuid):
         return gw.check_owner(ctx, self.db.get_instance(instance_uuid))
 

@@ -7,7 +7,7 @@ Version history:
 
 * 1.0 - Initial version: create_instance, run_action, delete_instance,
   instance_deleted, reset_state, get_instance, list_instances, list_hosts,
-  list_actions (API tier); heartbeat, task_progress, task_finished,
+  list_actions, update_policies (API tier); heartbeat, task_progress, task_finished,
   task_failed, power_report (agents).
 """
 
@@ -70,6 +70,11 @@ class ConductorAPI:
     def reset_state(self, ctx, instance_uuid, state):
         return self._call(ctx, 'reset_state', instance_uuid=instance_uuid,
                           state=state)
+
+    def update_policies(self, ctx, instance_uuid, policies):
+        """Set ``user_shutdown`` and/or ``crash`` of one instance."""
+        return self._call(ctx, 'update_policies', instance_uuid=instance_uuid,
+                          policies=policies)
 
     def get_instance(self, ctx, instance_uuid):
         return self._call(ctx, 'get_instance', instance_uuid=instance_uuid)

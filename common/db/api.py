@@ -344,6 +344,21 @@ class StateDB:
             task_id=task_id, instance=instance_uuid, reason=reason,
             deleted=inst['vm_state'] == vm.HARD_DELETED)
 
+    def set_policies(self, instance_uuid, *, user_shutdown=None, crash=None):
+        """Change an instance's reconcile policies (not a state change)."""
+        values = {}
+        if user_shutdown is not None:
+            values['user_shutdown_policy'] = user_shutdown
+        if crash is not None:
+            values['crash_policy'] = crash
+
+        def txn(conn):
+            if values:
+                conn.execute(sa.update(I).where(I.c.uuid == instance_uuid)
+                             .values(updated_at=self.clock(), **values))
+            return self._get(conn, instance_uuid)
+        return self.db.transaction(txn)
+
     # --- preempting database-only actions -------------------------------------
 
     def hard_delete(self, ctx, instance_uuid):

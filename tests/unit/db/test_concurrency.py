@@ -77,13 +77,17 @@ def test_allocations_never_overcommit(statedb, instances):
     assert len(statedb.list_allocations(host='small')) == 5
 
 
+def _delete_races_finish(statedb, ctx, instances):
+    uuid = instances.active()
+    task = instances.start(uuid, 'stop')
+    calls = (lambda: statedb.hard_delete(ctx, uuid),
+             lambda: statedb.finish_task(task, uuid))
+    return uuid, _race(2, lambda i: calls[i]())
+
+
 def test_hard_delete_beats_a_finish(statedb, ctx, instances):
     for _ in range(5):
-        uuid = instances.active()
-        task = instances.start(uuid, 'stop')
-        calls = (lambda: statedb.hard_delete(ctx, uuid),
-                 lambda: statedb.finish_task(task, uuid))
-        outcomes = _race(2, lambda i, calls=calls: calls[i]())
+        uuid, outcomes = _delete_races_finish(statedb, ctx, instances)
         errors = _errors(outcomes)
         assert all(isinstance(e, exception.TaskPreempted) for e in errors), \
             errors

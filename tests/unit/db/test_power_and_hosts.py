@@ -83,7 +83,7 @@ def test_finish_ignores_an_older_power_report(statedb, instances):
     assert (inst['power_state'], inst['power_seq']) == (power.RUNNING, 5)
 
 
-# --- allocations ------------------------------------------------------------------------
+# --- allocations ------------------------------------------------------------
 
 def _used(statedb, host):
     row = statedb.get_host(host)
