@@ -43,6 +43,7 @@ class Action:
     name: str
     kind: str = KIND_TASK
     admin_only: bool = False
+    system: bool = False            # started by reconcile only, never by users
     preempts: bool = False          # may start while a task runs
     saves_return: bool = False      # records the vm_state RETURN goes back to
     on_failure: str = ROLLBACK_OR_ERROR
@@ -100,6 +101,15 @@ ACTIONS = types.MappingProxyType({a.name: a for a in (
            description='hard delete: one database update, always succeeds'),
     Action('reset_state', kind=KIND_DB, admin_only=True, preempts=True,
            timeout=0, description='admin: force ACTIVE or ERROR, clear task'),
+    # Reconcile's own tasks (common/reconcile.py decides when).
+    Action('power_off', system=True, timeout=600,
+           description='reconcile: power off a domain that must not run'),
+    Action('power_on', system=True, timeout=600,
+           description='reconcile: start a guest again (user_shutdown or '
+                       'crash policy restart)'),
+    Action('reconcile', kind=KIND_DB, system=True, timeout=0,
+           description='reconcile: record what the hypervisor did '
+                       '(implicit stop, error)'),
 )})
 
 # The transitions. One line each; read it as "action: from -> to while task".
@@ -150,6 +160,14 @@ ROWS = (
     # to ERROR (seed 004).
     Row('reset_state', _ALL - {vm.HARD_DELETED, vm.PENDING}, None, vm.ACTIVE),
     Row('reset_state', _ALL - {vm.HARD_DELETED}, None, vm.ERROR),
+    Row('power_off', frozenset({vm.STOPPED, vm.SOFT_DELETED}),
+        task.POWERING_OFF, UNCHANGED),
+    Row('power_on', frozenset({vm.ACTIVE, vm.RESCUED}), task.POWERING_ON,
+        UNCHANGED),
+    # Only for instances with no task running, in one conditional UPDATE.
+    Row('reconcile', frozenset({vm.ACTIVE, vm.RESCUED, vm.PAUSED,
+                                vm.SUSPENDED}), None, vm.STOPPED),
+    Row('reconcile', _ALL - {vm.HARD_DELETED, vm.ERROR}, None, vm.ERROR),
 )
 
 

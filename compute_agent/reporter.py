@@ -15,6 +15,7 @@ import threading
 import time
 
 from common import context as tcontext
+from common import states
 
 LOG = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class Reporter:
         self.started_at = datetime.datetime.now(datetime.UTC).replace(
             tzinfo=None).isoformat()
         self._pending = {}           # uuid -> latest unsent report
+        self._orphans_seen = {}      # uuid -> when first reported unowned
         self._pending_lock = threading.Lock()
         self._lost_tasks = list(journal.take_all())
         self._stop = threading.Event()
@@ -109,7 +111,45 @@ class Reporter:
                     del self._pending[report['uuid']]
         for uuid in answer.get('destroy', []):
             self._destroy_leftover(uuid)
+        self._handle_orphans(answer.get('orphans'), batch)
         return True
+
+    def _handle_orphans(self, orphans, batch):
+        """Apply the orphan policy to domains unowned for the grace period.
+
+        The agent remembers when it first saw each orphan; a domain that is
+        owned again (or gone) is forgotten."""
+        if not orphans:
+            return
+        now = time.monotonic()
+        reported = {report['uuid'] for report in batch}
+        current = set(orphans['uuids'])
+        for uuid in reported - current:
+            self._orphans_seen.pop(uuid, None)
+        for uuid in current:
+            first = self._orphans_seen.setdefault(uuid, now)
+            if now - first < orphans['grace']:
+                continue
+            self._act_on_orphan(uuid, orphans['action'])
+
+    def _act_on_orphan(self, uuid, action):
+        try:
+            if action == 'destroy':
+                LOG.warning('Destroying orphan domain %s (no instance owns it)',
+                            uuid)
+                self.driver.destroy(uuid)
+                self._orphans_seen.pop(uuid, None)
+            elif action == 'stop':
+                info = self.driver.get_domain(uuid)
+                if info is not None and info.power_state == states.power.RUNNING:
+                    LOG.warning('Stopping orphan domain %s', uuid)
+                    self.driver.power_off(
+                        uuid, timeout=self.conf.compute.shutdown_timeout)
+            else:
+                LOG.warning('Domain %s on host %s belongs to no instance',
+                            uuid, self.host)
+        except Exception:
+            LOG.exception('Orphan policy %s failed on domain %s', action, uuid)
 
     def _destroy_leftover(self, uuid):
         LOG.info('Destroying domain %s: its instance was deleted', uuid)

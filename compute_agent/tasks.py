@@ -51,6 +51,8 @@ HANDLERS = {
     'stop': _stop,
     'soft_delete': _stop,
     'start': _simple('power_on'),
+    'power_on': _simple('power_on'),
+    'power_off': _stop,
     'restore': _simple('power_on'),
     'reboot': _simple('reboot', hard=False),
     'reboot_hard': _simple('reboot', hard=True),

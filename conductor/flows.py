@@ -107,15 +107,16 @@ class Flows:
             return
         except exception.TaskPreempted:
             return      # deleted while scheduling: nothing was allocated
-        self._send(task_ctx, host, dict(inst, host=host), action, params)
+        self.send(task_ctx, host, dict(inst, host=host), action, params)
 
     # --- every other action -------------------------------------------------------
 
     def run_action(self, ctx, instance_uuid, action, params):
         spec = TABLE.action(action)
-        if spec.kind != actions.KIND_TASK:
-            raise exception.Invalid(reason='%s is not run as a task: use its '
-                                    'own call' % action)
+        if spec.kind != actions.KIND_TASK or spec.system:
+            raise exception.Invalid(reason='%s cannot be requested: %s' % (
+                action, 'reconcile starts it' if spec.system
+                else 'it has its own call'))
         if spec.admin_only and not ctx.is_admin:
             raise exception.Forbidden(action='%s (admin only)' % action)
         validate_params(action, params)
@@ -128,7 +129,7 @@ class Flows:
             self._build(task_ctx, inst, flavors.of_instance(inst), action,
                         prepared)
         elif self._allocate(task_ctx, inst, action, prepared):
-            self._send(task_ctx, inst['host'], inst, action, prepared)
+            self.send(task_ctx, inst['host'], inst, action, prepared)
         return self.db.get_instance(instance_uuid)
 
     def _prepare(self, inst, action, params):
@@ -183,7 +184,7 @@ class Flows:
             purpose='migration', only=params.get('host'),
             exclude=[inst['host']])
 
-    def _send(self, task_ctx, host, inst, action, params):
+    def send(self, task_ctx, host, inst, action, params):
         try:
             self.compute.run_task(task_ctx, host=host,
                                   instance=gw.payload(inst), action=action,

@@ -78,10 +78,13 @@ class TaskGateway:
         check_owner(ctx, self.db.get_instance(instance_uuid))
         inst = self.db.claim_task(ctx, instance_uuid, action)
         task_ctx = ctx.for_task(inst['task_id'])
-        before = dict(inst, task_state=None)
+        self.notify_claimed(task_ctx, dict(inst, task_state=None), inst,
+                            action)
+        return inst, task_ctx
+
+    def notify_claimed(self, task_ctx, before, inst, action):
         self._notify_update(task_ctx, before, inst)
         self._notify_action(task_ctx, action, 'start', inst)
-        return inst, task_ctx
 
     # --- during and at the end ---------------------------------------------------
 
@@ -140,6 +143,9 @@ class TaskGateway:
         before, after = self.db.hard_delete(ctx, instance_uuid)
         self.notify_deleted(ctx, before, after)
         return after
+
+    def notify_reconciled(self, ctx, before, after):
+        self._notify_update(ctx, before, after)
 
     def notify_deleted(self, ctx, before, after):
         self._notify_update(ctx, before, after)

@@ -39,11 +39,12 @@ def settle_on_failure(action, vm_state=None):
 
 
 class Results:
-    def __init__(self, *, gateway, flows, conf):
+    def __init__(self, *, gateway, flows, conf, reconciler):
         self.gateway = gateway
         self.db = gateway.db
         self.flows = flows
         self.conf = conf
+        self.reconciler = reconciler
 
     # --- task results ----------------------------------------------------------
 
@@ -55,9 +56,12 @@ class Results:
         inst = self.db.get_instance(instance_uuid)
         action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
         values = self._values_on_success(inst, action)
-        return self.gateway.finish(ctx, instance_uuid, host=host,
-                                   values=values, power=power,
-                                   settle=_ON_SUCCESS.get(action, []))
+        after = self.gateway.finish(ctx, instance_uuid, host=host,
+                                    values=values, power=power,
+                                    settle=_ON_SUCCESS.get(action, []))
+        # What the hypervisor said during the task is decided on now.
+        self.reconciler.consider(self.db.get_instance(instance_uuid))
+        return after
 
     def _values_on_success(self, inst, action):
         allocs = {a['purpose']: a for a in
@@ -81,10 +85,12 @@ class Results:
     def failed(self, ctx, *, host, instance_uuid, error, rolled_back, power):
         inst = self.db.get_instance(instance_uuid)
         action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
-        return self.gateway.fail(
+        after = self.gateway.fail(
             ctx, instance_uuid, host=host, error=error,
             rolled_back=rolled_back, power=power,
             settle=settle_on_failure(action, inst['vm_state']))
+        self.reconciler.consider(self.db.get_instance(instance_uuid))
+        return after
 
     # --- heartbeats and lost tasks ----------------------------------------------
 
@@ -137,8 +143,9 @@ class Results:
     # --- power reports -------------------------------------------------------------
 
     def power_report(self, ctx, *, host, reports):
-        """Store each report; answer the domains the agent must destroy."""
-        destroy = []
+        """Store each report and reconcile; answer what the agent must do:
+        domains to destroy, and domains no instance owns (orphans)."""
+        destroy, orphans = [], []
         for report in reports:
             try:
                 stored = self.db.store_power_report(
@@ -148,20 +155,24 @@ class Results:
                 LOG.warning('Bad power report from %s ignored: %r (%s)',
                             host, report, err)
                 continue
-            if self._must_destroy(host, report, stored):
-                destroy.append(report['uuid'])
-        return {'destroy': destroy}
+            if stored is not None:
+                if self.reconciler.consider(stored):
+                    destroy.append(report['uuid'])
+            elif self._is_orphan(host, report):
+                orphans.append(report['uuid'])
+        conf = self.conf.reconcile
+        return {'destroy': destroy,
+                'orphans': {'uuids': orphans, 'action': conf.orphan_action,
+                            'grace': conf.orphan_grace}}
 
-    def _must_destroy(self, host, report, stored):
+    def _is_orphan(self, host, report):
+        """A running domain whose report was not stored: no instance at
+        all, or one that lives on another host now (a leftover of a
+        migration)."""
         if report['power_state'] == states.power.NOSTATE:
             return False
-        inst = stored
-        if inst is None:
-            try:
-                inst = self.db.get_instance(report['uuid'])
-            except exception.InstanceNotFound:
-                LOG.info('Domain %s on host %s belongs to no instance',
-                         report['uuid'], host)
-                return False
-        return (inst['vm_state'] == states.vm.HARD_DELETED
-                and inst['host'] == host)
+        try:
+            inst = self.db.get_instance(report['uuid'])
+        except exception.InstanceNotFound:
+            return True
+        return inst['host'] != host

@@ -9,6 +9,7 @@ from conductor import flows as flows_mod
 from conductor import gateway as gateway_mod
 from conductor import manager
 from conductor import periodic
+from conductor import reconcile
 from conductor import results as results_mod
 from conductor import scheduler as scheduler_mod
 
@@ -26,8 +27,11 @@ class ConductorService:
         self.flows = flows_mod.Flows(
             gateway=self.gateway, scheduler=self.scheduler,
             compute=compute_rpcapi.ComputeAPI(bus, conf), conf=conf)
-        self.results = results_mod.Results(gateway=self.gateway,
-                                           flows=self.flows, conf=conf)
+        self.reconciler = reconcile.Reconciler(
+            gateway=self.gateway, flows=self.flows, conf=conf)
+        self.results = results_mod.Results(
+            gateway=self.gateway, flows=self.flows, conf=conf,
+            reconciler=self.reconciler)
         self.manager = manager.ConductorManager(
             flows=self.flows, results=self.results, gateway=self.gateway)
         self.server = bus.server(conf.conductor.topic, [self.manager],

@@ -12,12 +12,14 @@ from common.conf import conductor
 from common.conf import database
 from common.conf import default
 from common.conf import fake_driver
+from common.conf import reconcile
 from common.conf import scheduler
 from common.conf import upgrade_levels
 
 CONF = cfg.CONF
 
 _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
+            reconcile,
             fake_driver)
 
 

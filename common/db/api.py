@@ -169,12 +169,15 @@ class StateDB:
 
     # --- claim --------------------------------------------------------------
 
-    def claim_task(self, ctx, instance_uuid, action, *, task_id=None):
+    def claim_task(self, ctx, instance_uuid, action, *, task_id=None,
+                   power_seq=None, message=None):
         """Claim ``action`` on the instance; return the claimed instance.
 
         Raises :class:`~common.exception.ActionNotAllowed` with the full reason
         when the table denies it or a task runs, ``InstanceNotFound`` when
-        there is no such instance.
+        there is no such instance. Reconcile passes ``power_seq``: the claim
+        then also requires that no newer power report arrived since it
+        decided, and returns None instead of raising when it lost the race.
         """
         spec = TABLE.action(action)
         if spec.kind != actions.KIND_TASK:
@@ -182,9 +185,10 @@ class StateDB:
                                     'its own call' % action)
         task_id = task_id or new_uuid()
         return self.db.transaction(self._claim, ctx, instance_uuid, action,
-                                   spec, task_id)
+                                   spec, task_id, power_seq, message)
 
-    def _claim(self, conn, ctx, instance_uuid, action, spec, task_id):
+    def _claim(self, conn, ctx, instance_uuid, action, spec, task_id,
+               power_seq=None, message=None):
         allowed = TABLE.allowed_from(action)
         task_by_source = {src: TABLE.row(action, src).task_state
                           for src in allowed}
@@ -198,13 +202,18 @@ class StateDB:
         }
         if spec.saves_return:
             values['return_vm_state'] = I.c.vm_state
-        claimed = _one(conn, sa.update(I).where(
-            I.c.uuid == instance_uuid, I.c.task_id.is_(None),
-            I.c.vm_state.in_(sorted(allowed))).values(**values).returning(*I.c))
+        guards = [I.c.uuid == instance_uuid, I.c.task_id.is_(None),
+                  I.c.vm_state.in_(sorted(allowed))]
+        if power_seq is not None:
+            guards.append(I.c.power_seq == power_seq)
+        claimed = _one(conn, sa.update(I).where(*guards).values(**values)
+                       .returning(*I.c))
         if claimed is None:
+            if power_seq is not None:
+                return None
             self._explain_denial(conn, instance_uuid, action, allowed)
         self._log_start(conn, ctx, instance_uuid, task_id, action,
-                        claimed['vm_state'], now)
+                        claimed['vm_state'], now, message)
         return claimed
 
     def _explain_denial(self, conn, instance_uuid, action, allowed):
@@ -409,6 +418,43 @@ class StateDB:
             return before, dict(before, **values)
         return self.db.transaction(txn)
 
+    def reconcile_state(self, ctx, instance_uuid, *, vm_state, power_seq,
+                        target, why):
+        """Reconcile's instant decision: vm_state -> ``target``.
+
+        One conditional UPDATE: only while no task runs, the vm_state is
+        still ``vm_state`` and no newer power report arrived (``power_seq``),
+        so a user's request and a reconcile never both win. Returns
+        ``(before, after)``, or None when something moved first.
+        """
+        if vm_state not in TABLE.allowed_from('reconcile', target):
+            raise exception.InvalidState(
+                field='reconcile from %s to' % vm_state, value=target,
+                expected=', '.join(TABLE.targets('reconcile')))
+
+        def txn(conn):
+            now = self.clock()
+            before = _one(conn, sa.select(I).where(I.c.uuid == instance_uuid))
+            res = conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid, I.c.task_id.is_(None),
+                I.c.vm_state == vm_state, I.c.power_seq == power_seq,
+            ).values(vm_state=target, updated_at=now))
+            if res.rowcount != 1:
+                return None
+            self._log_instant(conn, ctx, instance_uuid, 'reconcile', vm_state,
+                              target, now, why)
+            return before, dict(before, vm_state=target, updated_at=now)
+        return self.db.transaction(txn)
+
+    def count_actions(self, instance_uuid, *, action, since, message_prefix=''):
+        """How many ``action`` tasks began since ``since`` (crash budget)."""
+        query = sa.select(sa.func.count()).select_from(LOGT).where(
+            LOGT.c.instance_uuid == instance_uuid, LOGT.c.action == action,
+            LOGT.c.started_at >= since,
+            LOGT.c.message.like(message_prefix + '%'))
+        return self.db.transaction(lambda conn: conn.execute(query).scalar(),
+                                   readonly=True)
+
     # --- power reports (bottom-up) --------------------------------------------
 
     @staticmethod
@@ -592,24 +638,30 @@ class StateDB:
     # --- the action log ---------------------------------------------------------
 
     @staticmethod
-    def _log_start(conn, ctx, instance_uuid, task_id, action, vm_state, now):
+    def _log_start(conn, ctx, instance_uuid, task_id, action, vm_state, now,
+                   message=None):
         conn.execute(sa.insert(LOGT).values(
             task_id=task_id, instance_uuid=instance_uuid, action=action,
             user_id=ctx.user_id, project_id=ctx.project_id,
             request_id=ctx.request_id, started_at=now,
-            result=states.RESULT_RUNNING, vm_state_before=vm_state))
+            result=states.RESULT_RUNNING, vm_state_before=vm_state,
+            message=message))
 
     @staticmethod
     def _log_end(conn, task_id, result, vm_state, message, now):
-        conn.execute(sa.update(LOGT).where(LOGT.c.task_id == task_id).values(
-            finished_at=now, result=result, vm_state_after=vm_state,
-            message=message))
+        values = {'finished_at': now, 'result': result,
+                  'vm_state_after': vm_state}
+        if message is not None:     # keep why the task was started
+            values['message'] = message
+        conn.execute(sa.update(LOGT).where(LOGT.c.task_id == task_id)
+                     .values(**values))
 
     def _log_instant(self, conn, ctx, instance_uuid, action, before, after,
-                     now):
+                     now, message=None):
         task_id = new_uuid()
         self._log_start(conn, ctx, instance_uuid, task_id, action, before, now)
-        self._log_end(conn, task_id, states.RESULT_SUCCESS, after, None, now)
+        self._log_end(conn, task_id, states.RESULT_SUCCESS, after, message,
+                      now)
 
     @staticmethod
     def _preempt_log(conn, instance_uuid, now):

@@ -3,22 +3,29 @@
 * ``conf``: a private configuration with short intervals, state under the
   test's ``tmp_path`` and RPC topics no other test uses (kombu's in-memory
   transport is process-global: shared topics would mix tests' messages).
-* ``make_plane(hosts=N, clock=None)``: starts an :class:`Embedded` plane
-  (one conductor, agents ``host1..hostN`` on the fake hypervisor, SQLite in
-  ``tmp_path``, the periodic jobs off: tests run them with ``run_once``);
-  ``plane``: one with two hosts. Stopped when the test ends.
-* ``wait_for``/``wait_idle``/``build``/``act``: poll with a deadline, never
+  Notifications are off unless a test turns them on (:func:`notifications_on`).
+* ``make_plane(hosts=N, clock=None)``: starts an :class:`Embedded` plane (one
+  conductor, agents ``host1..hostN`` on the fake hypervisor, SQLite under the
+  state dir, periodic jobs off: tests run them with ``run_once``). ``plane``
+  is one with two hosts; ``shared_plane`` one per test module, for tests that
+  only need instances of their own. Every plane is stopped at the end.
+* ``wait_for``, ``wait_idle``, ``build``, ``act``: poll with a deadline, never
   sleep a fixed time; a timeout says what the instance looked like last.
+
+The fake clock (``clock``, from ``tests/conftest.py``) becomes the database's
+clock: heartbeats, task timestamps and the periodic jobs then see time move
+only when the test advances it.
 """
 
+import threading
 import time
 import uuid as uuidlib
 
+import futurist._thread
 import pytest
 from oslo_config import cfg
 
 from common import conf as tconf
-from common import context
 from common import rpc
 from common.db import api as db_api
 from common.db import engine
@@ -33,28 +40,22 @@ _SHOWN = ('vm_state', 'task_state', 'task_id', 'power_state', 'host',
           'flavor_name', 'progress_step')
 
 
-# --- configuration and the plane ---------------------------------------------
+# --- configuration -----------------------------------------------------------------
 
-@pytest.fixture
-def conf(tmp_path):
+def new_conf(state_dir):
     conf = cfg.ConfigOpts()
     tconf.register_all(conf)
     rpc.register_opts(conf)
     conf([], project='tristate', default_config_files=[])
     suffix = uuidlib.uuid4().hex[:12]
-    for name, value, group in (
-            ('state_dir', str(tmp_path), None),
-            ('topic', 'conductor-%s' % suffix, 'conductor'),
-            ('topic', 'compute-%s' % suffix, 'compute'),
-            ('heartbeat_interval', 0.1, 'compute'),
-            ('power_sync_interval', 0.5, 'compute'),
-            ('report_retry_max', 0.5, 'compute'),
-            ('service_down_time', 5, 'conductor'),
-            ('rpc_timeout', 5, 'conductor'),
-            ('poll_interval', 0.05, 'fake_driver')):
-        conf.set_override(name, value, group=group)
-    yield conf
-    conf.reset()
+    conf.set_override('state_dir', str(state_dir))
+    set_opts(conf, 'conductor', topic='conductor-%s' % suffix,
+             service_down_time=5, rpc_timeout=5)
+    set_opts(conf, 'compute', topic='compute-%s' % suffix,
+             heartbeat_interval=0.1, power_sync_interval=0.5,
+             report_retry_max=0.5)
+    set_opts(conf, 'fake_driver', poll_interval=0.05)
+    return conf
 
 
 def set_opts(conf, group, **values):
@@ -62,34 +63,74 @@ def set_opts(conf, group, **values):
         conf.set_override(name, value, group=group)
 
 
+def notifications_on(conf):
+    """Send notifications on the bus (oslo.messaging sends none by default)."""
+    conf.set_override('driver', ['messagingv2'],
+                      group='oslo_messaging_notifications')
+
+
 @pytest.fixture
-def make_plane(conf):
-    """Start a plane: ``make_plane(hosts=2, clock=None)``.
+def conf(tmp_path):
+    conf = new_conf(tmp_path)
+    yield conf
+    conf.reset()
 
-    ``clock`` (a :class:`tests.conftest.FakeClock`) becomes the database's
-    clock: heartbeats, task timestamps and the periodic jobs then move only
-    when the test advances it.
+
+# --- planes --------------------------------------------------------------------------
+
+@pytest.fixture(autouse=True, scope='session')
+def _quick_rpc_server_stop():
+    """An RPC server's stop waits for its idle worker threads, which look for
+    work once a second (futurist's ThreadWorker.MAX_IDLE_FOR): a second or
+    more per plane. The tests stop dozens of planes; let them look more often.
     """
-    planes = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(futurist._thread.ThreadWorker, 'MAX_IDLE_FOR', 0.05)
+        yield
 
-    def make(*, hosts=2, clock=None):
-        database = engine.Database.from_conf(conf)
+
+class Planes:
+    """Starts planes on one configuration; stops them all at the end."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.started = []
+
+    def start(self, *, hosts=2, clock=None):
+        database = engine.Database.from_conf(self.conf)
         migration.upgrade(database)
         statedb = (db_api.StateDB(database) if clock is None
                    else db_api.StateDB(database, clock=clock))
-        plane = embedded.Embedded(conf, hosts=hosts, url=MEMORY_URL,
+        plane = embedded.Embedded(self.conf, hosts=hosts, url=MEMORY_URL,
                                   statedb=statedb, periodic_jobs=False)
-        planes.append(plane)
+        self.started.append(plane)
         plane.start()
         for name in plane.host_names:
-            wait_for(lambda name=name: heartbeat_of(plane, name) is not None,
-                     what='the first heartbeat of %s' % name)
+            wait_heartbeat(plane, name)
         return plane
 
-    yield make
-    for plane in planes:
-        plane.stop()
-        plane.statedb.db.dispose()
+    def stop_all(self):
+        for plane in self.started:
+            # A hang left by a failing test would hold its agent's stop.
+            for host in fake.list_hosts(self.conf.state_dir):
+                fake.HostStore(self.conf.state_dir, host).clear_faults()
+            # In parallel: each agent's RPC server waits for its workers.
+            stoppers = [threading.Thread(target=plane.stop_agent, args=(name,))
+                        for name in list(plane.agents)]
+            for thread in stoppers:
+                thread.start()
+            for thread in stoppers:
+                thread.join()
+            plane.stop()
+            plane.statedb.db.dispose()
+
+
+@pytest.fixture
+def make_plane(conf):
+    """``make_plane(hosts=2, clock=None)`` starts a plane on ``conf``."""
+    planes = Planes(conf)
+    yield planes.start
+    planes.stop_all()
 
 
 @pytest.fixture
@@ -97,10 +138,15 @@ def plane(make_plane):
     return make_plane(hosts=2)
 
 
-@pytest.fixture
-def ctx():
-    return context.RequestContext(user_id='alice', project_id='demo',
-                                  roles=['member'])
+@pytest.fixture(scope='module')
+def shared_plane(tmp_path_factory):
+    """One two-host plane for a whole module: for tests whose assertions
+    are about their own instances only."""
+    conf = new_conf(tmp_path_factory.mktemp('plane'))
+    planes = Planes(conf)
+    yield planes.start(hosts=2)
+    planes.stop_all()
+    conf.reset()
 
 
 @pytest.fixture
@@ -108,7 +154,7 @@ def admin(ctx):
     return ctx.elevated()
 
 
-# --- waiting --------------------------------------------------------------------
+# --- waiting -------------------------------------------------------------------------
 
 def wait_for(predicate, *, timeout=TIMEOUT, what='the condition', show=None):
     """Poll ``predicate`` until it returns something true; return that.
@@ -132,60 +178,79 @@ def summary(inst):
 
 
 def wait_instance(plane, uuid, predicate, *, what, timeout=TIMEOUT):
-    """Poll the instance's row until ``predicate(inst)``; return the row."""
+    """Poll the instance's row until ``predicate(row)``; return the row."""
     def check():
         inst = plane.statedb.get_instance(uuid)
         return inst if predicate(inst) else None
-    return wait_for(check, timeout=timeout, what='%s (instance %s)' % (what, uuid),
+    return wait_for(check, timeout=timeout,
+                    what='%s (instance %s)' % (what, uuid),
                     show=lambda: summary(plane.statedb.get_instance(uuid)))
 
 
 def wait_idle(plane, uuid, *, timeout=TIMEOUT):
-    """The instance once no task runs on it."""
+    """The instance's row once no task runs on it."""
     return wait_instance(plane, uuid, lambda inst: inst['task_id'] is None,
                          what='its task to end', timeout=timeout)
 
 
+def wait_task(plane, uuid, task_state):
+    """The instance's row once ``task_state`` runs (e.g. hung on a fault)."""
+    return wait_instance(plane, uuid,
+                         lambda inst: inst['task_state'] == task_state,
+                         what='task %s to run' % task_state)
+
+
 def wait_domain(plane, host, uuid, predicate, *, what):
-    """Poll the fake hypervisor's record of ``uuid`` on ``host``."""
-    store = fake.HostStore(plane.conf.state_dir, host)
-    return wait_for(lambda: predicate(store.read()['domains'].get(uuid)),
+    """Poll the fake hypervisor's record of ``uuid`` on ``host`` (None if
+    absent) until ``predicate(record)``."""
+    return wait_for(lambda: predicate(domain(plane, host, uuid)),
                     what='%s (domain %s on %s)' % (what, uuid, host),
-                    show=lambda: store.read()['domains'].get(uuid))
+                    show=lambda: domain(plane, host, uuid))
 
 
-# --- doing things ---------------------------------------------------------------
+def wait_heartbeat(plane, host, *, since=None):
+    """Until ``host`` has sent a heartbeat (stamped ``since`` or later)."""
+    def beat():
+        last = heartbeat_of(plane, host)
+        return last is not None and (since is None or last >= since)
+    wait_for(beat, what='a heartbeat of %s' % host,
+             show=lambda: heartbeat_of(plane, host))
+
+
+# --- doing things ----------------------------------------------------------------------
 
 def build(plane, ctx, *, flavor='tiny', name='vm', **kwargs):
-    """Create an instance and wait for its build to end; the row after."""
+    """Create an instance and wait for its build to end; its row after."""
     inst = plane.client.create_instance(ctx, name=name, flavor=flavor,
                                         image_ref='cirros', **kwargs)
     return wait_idle(plane, inst['uuid'])
 
 
 def active(plane, ctx, **kwargs):
+    """A built, ACTIVE instance's row."""
     inst = build(plane, ctx, **kwargs)
     assert inst['vm_state'] == vm.ACTIVE, summary(inst)
     return inst
 
 
 def act(plane, ctx, uuid, action, **params):
-    """Run ``action`` through the RPC client and wait for it to end."""
+    """Run ``action`` through the RPC client, wait for it to end; the row."""
     plane.client.run_action(ctx, uuid, action, params)
     return wait_idle(plane, uuid)
 
 
-# --- what the plane and the hypervisor say ---------------------------------------
+def faults(plane, host):
+    """The fake hypervisor's fault switchboard of ``host``."""
+    return fake.HostStore(plane.conf.state_dir, host)
+
+
+# --- what the plane and the hypervisor say ---------------------------------------------
 
 def heartbeat_of(plane, host):
     for row in plane.statedb.list_hosts():
         if row['name'] == host:
             return row['last_heartbeat']
     return None
-
-
-def host_row(plane, host):
-    return plane.statedb.get_host(host)
 
 
 def used(plane, host):
@@ -195,20 +260,30 @@ def used(plane, host):
 
 
 def allocated(plane, host):
-    """The sum of the allocation rows on ``host``, as :func:`used` says it."""
+    """The sum of the allocation rows on ``host``."""
     rows = plane.statedb.list_allocations(host=host)
     return (sum(r['vcpus'] for r in rows), sum(r['memory_mb'] for r in rows),
             sum(r['disk_gb'] for r in rows))
 
 
+def resources(flavor):
+    return flavor.vcpus, flavor.memory_mb, flavor.disk_gb
+
+
 def domain(plane, host, uuid):
     """The fake hypervisor's record of ``uuid`` on ``host``, or None."""
-    return fake.HostStore(plane.conf.state_dir, host).read()['domains'].get(uuid)
+    store = fake.HostStore(plane.conf.state_dir, host)
+    return store.read()['domains'].get(uuid)
 
 
-def last_action(plane, uuid, action=None):
-    entries = [e for e in plane.statedb.list_actions(uuid)
-               if action is None or e['action'] == action]
+def log_of(plane, uuid, action=None):
+    """The instance's action log (entries of ``action`` only, if given)."""
+    return [entry for entry in plane.statedb.list_actions(uuid)
+            if action is None or entry['action'] == action]
+
+
+def last_log(plane, uuid, action=None):
+    entries = log_of(plane, uuid, action)
     assert entries, 'no action log entry%s for %s' % (
         '' if action is None else ' of %s' % action, uuid)
     return entries[-1]

@@ -1,0 +1,352 @@
+"""Integration tests: the daemons as separate OS processes on a real RabbitMQ.
+
+``tools/test-services.sh start DIR`` starts a private RabbitMQ node on
+127.0.0.1 and prints two variables:
+
+* ``TRISTATE_TEST_RABBIT_URL``: the broker, e.g. ``rabbit://guest:guest@
+  127.0.0.1:56729/``. Without it these tests are skipped, or fail when
+  ``CI=true``: CI must run them.
+* ``TRISTATE_TEST_RABBIT_CTL``: a command to which ``stop``, ``kill`` or
+  ``start`` is appended to stop the node (SIGTERM), kill it (SIGKILL) or
+  start it again and wait until it is up. The broker-restart test needs it.
+
+Fixtures:
+
+* ``broker``: the node above (url, stop/kill/start).
+* ``make_plane``: a factory of :class:`Plane`, a conductor and two compute
+  agents (hosts ``h1`` and ``h2``) run as separate processes with config
+  files written under ``tmp_path``, and the test process as the API tier
+  (a :class:`~conductor.rpcapi.ConductorAPI` with database access). Each
+  plane has its own exchange and topics, so nothing of another test (or
+  of an earlier run on the same broker) reaches it; its processes are
+  stopped at the end of the test, whatever happened, and the tails of
+  their logs are added to the report of a failed test.
+"""
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import uuid as uuidlib
+
+import pytest
+from oslo_config import cfg
+
+import conductor
+from common import conf as tconf
+from common import context
+from common import rpc
+from common.db import api as db_api
+from common.db import engine
+from common.db import migration
+from compute_agent.virt import fake
+from conductor import rpcapi
+
+URL_ENV = 'TRISTATE_TEST_RABBIT_URL'
+CTL_ENV = 'TRISTATE_TEST_RABBIT_CTL'
+HOSTS = ('h1', 'h2')
+MAINS = {'conductor': 'conductor.cmd.conductor',
+         'agent': 'compute_agent.cmd.agent'}
+# The source tree the test process imports: the daemons run the same code.
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
+    conductor.__file__)))
+POLL = 0.05
+
+
+def _require(env, example):
+    value = os.environ.get(env)
+    if value:
+        return value
+    reason = ('%s is not set, so the RabbitMQ integration tests cannot run '
+              '(e.g. %s; `eval "$(tools/test-services.sh start DIR)"` starts '
+              'such a broker)' % (env, example))
+    if os.environ.get('CI') == 'true':
+        pytest.fail('CI needs RabbitMQ: ' + reason, pytrace=False)
+    pytest.skip(reason)
+
+
+class Broker:
+    """The RabbitMQ node of tools/test-services.sh."""
+
+    def __init__(self, url, ctl):
+        self.url = url
+        self.ctl = ctl
+
+    def _run(self, what, timeout):
+        if not self.ctl:
+            _require(CTL_ENV, "%s='tools/test-services.sh rabbit DIR'"
+                     % CTL_ENV)
+        done = subprocess.run(shlex.split(self.ctl) + [what], timeout=timeout,
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, 'broker %s failed (%d): %s%s' % (
+            what, done.returncode, done.stdout, done.stderr)
+
+    def kill(self):
+        """SIGKILL the node: no goodbye to the clients, no clean shutdown."""
+        self._run('kill', timeout=60)
+
+    def stop(self):
+        self._run('stop', timeout=60)
+
+    def start(self):
+        """Start the node again; returns once it accepts clients."""
+        self._run('start', timeout=90)
+
+
+@pytest.fixture(scope='session')
+def broker():
+    url = _require(URL_ENV, '%s=rabbit://guest:guest@127.0.0.1:56729/'
+                   % URL_ENV)
+    return Broker(url, os.environ.get(CTL_ENV))
+
+
+def _ini(sections):
+    lines = []
+    for section, values in sections.items():
+        lines.append('[%s]' % section)
+        lines.extend('%s = %s' % item for item in values.items())
+        lines.append('')
+    return '\n'.join(lines)
+
+
+class DaemonDied(AssertionError):
+    pass
+
+
+class Plane:
+    """One conductor and the agents of :data:`HOSTS`, each its own process."""
+
+    def __init__(self, path, url, *, fake_driver=None):
+        self.path = path
+        self.url = url
+        self.tag = uuidlib.uuid4().hex[:12]
+        self.state_dir = path / 'state'
+        self.db_url = 'sqlite:///%s' % (path / 'tristate.sqlite')
+        self.fake_driver = dict(fake_driver or {})
+        self.procs = {}
+        self.logs = {}
+        self.bus = None
+        self.api = None
+        self.statedb = None
+        self.ctx = context.RequestContext(user_id='alice', project_id='demo',
+                                          roles=['member'])
+
+    # --- configuration -------------------------------------------------------
+
+    def _common(self):
+        """What every process shares. No [database]: agents never get it."""
+        return {
+            'DEFAULT': {
+                'transport_url': self.url,
+                'control_exchange': 'tristate-it-%s' % self.tag,
+                'state_dir': self.state_dir,
+                'debug': 'true',
+            },
+            'conductor': {
+                'topic': 'tristate-conductor-%s' % self.tag,
+                'periodic_interval': 1,
+                # the agents' calls to the conductor; retried until recorded
+                'rpc_timeout': 5,
+            },
+            'compute': {
+                'topic': 'tristate-compute-%s' % self.tag,
+                'heartbeat_interval': 0.5,
+                'power_sync_interval': 1,
+                'report_retry_max': 1,
+                'shutdown_timeout': 0,
+            },
+            # Real notifications, as in production: the conductor must not
+            # hang on them while the broker is away.
+            'oslo_messaging_notifications': {'driver': 'messagingv2'},
+        }
+
+    def write_config(self, name, sections):
+        path = self.path / ('%s.conf' % name)
+        path.write_text(_ini(sections))
+        return path
+
+    def configure(self):
+        self.common_conf = self.write_config('common', self._common())
+        self.own_conf = {'conductor': self.write_config('conductor', {
+            'DEFAULT': {'host': 'conductor-%s' % self.tag,
+                        'log_file': self.path / 'conductor.log'},
+            'database': {'connection': self.db_url},
+        })}
+        for host in HOSTS:
+            sections = {'DEFAULT': {'host': host,
+                                    'log_file': self.path / ('%s.log' % host)}}
+            if self.fake_driver:
+                sections['fake_driver'] = {
+                    key: ','.join('%s:%s' % kv for kv in value.items())
+                    if isinstance(value, dict) else value
+                    for key, value in self.fake_driver.items()}
+            self.own_conf[host] = self.write_config('agent-%s' % host,
+                                                    sections)
+
+    # --- processes -----------------------------------------------------------
+
+    def spawn(self, name, kind):
+        code = 'import sys; from %s import main; sys.exit(main())' % MAINS[kind]
+        env = dict(os.environ, PYTHONUNBUFFERED='1',
+                   PYTHONPATH=os.pathsep.join(
+                       [SOURCE_ROOT] + [p for p in [os.environ.get(
+                           'PYTHONPATH')] if p]))
+        with open(self.path / ('%s.out' % name), 'ab') as out:
+            self.procs[name] = subprocess.Popen(
+                [sys.executable, '-c', code,
+                 '--config-file', str(self.common_conf),
+                 '--config-file', str(self.own_conf[name])],
+                cwd=self.path, env=env, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT)
+        self.logs[name] = [self.path / ('%s.log' % name),
+                           self.path / ('%s.out' % name)]
+
+    def start(self):
+        self.configure()
+        database = engine.Database(self.db_url)
+        migration.upgrade(database)
+        self.statedb = db_api.StateDB(database)
+        conf = cfg.ConfigOpts()
+        tconf.register_all(conf)
+        rpc.register_opts(conf)
+        conf([], project='tristate',
+             default_config_files=[str(self.common_conf)])
+        self.bus = rpc.Bus(conf)
+        self.api = rpcapi.ConductorAPI(self.bus, conf, statedb=self.statedb,
+                                       timeout=15)
+        self.spawn('conductor', 'conductor')
+        # Agents started first would work too, but their first calls would
+        # wait out a whole rpc_timeout for a conductor queue not declared yet.
+        ping = rpcapi.ConductorAPI(self.bus, conf, timeout=1)
+        self.wait_for(lambda: self._answers(ping), 60,
+                      'the conductor to answer')
+        for host in HOSTS:
+            self.spawn(host, 'agent')
+        self.wait_for(self._hosts_up, 60, 'both agents to heartbeat')
+        return self
+
+    def _answers(self, conductor_api):
+        try:
+            conductor_api.list_instances(self.ctx)
+        except rpc.MessagingTimeout:
+            return False
+        return True
+
+    def _hosts_up(self):
+        beating = {h['name'] for h in self.statedb.list_hosts()
+                   if h['last_heartbeat'] is not None}
+        return beating >= set(HOSTS)
+
+    def check_alive(self):
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise DaemonDied('%s (pid %d) exited with %s'
+                                 % (name, proc.pid, proc.returncode))
+
+    def stop(self, timeout=10):
+        """Terminate every process, then kill what did not exit in time."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for name, proc in self.procs.items():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with open(self.path / ('%s.out' % name), 'a') as out:
+                    out.write('\n*** did not exit %d s after SIGTERM: killed\n'
+                              % timeout)
+                proc.kill()
+                proc.wait(timeout=10)
+        if self.bus is not None:
+            self.bus.cleanup()
+        if self.statedb is not None:
+            self.statedb.db.dispose()
+
+    def log_tails(self, lines=60):
+        for name, paths in self.logs.items():
+            for path in paths:
+                try:
+                    text = path.read_text(errors='replace').splitlines()
+                except FileNotFoundError:
+                    continue
+                if text:
+                    yield ('%s (last %d lines)' % (path.name, lines),
+                           '\n'.join(text[-lines:]))
+
+    # --- waiting ---------------------------------------------------------------
+
+    def wait_for(self, predicate, timeout, what):
+        """Poll ``predicate`` until it returns something true; fail after
+        ``timeout`` seconds or as soon as a daemon dies."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.check_alive()
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError('timed out after %s s waiting for %s'
+                                     % (timeout, what))
+            time.sleep(POLL)
+
+    def instance(self, uuid):
+        return self.statedb.get_instance(uuid)
+
+    def wait_idle(self, uuid, timeout=30):
+        """The instance once no task runs on it."""
+        def idle():
+            inst = self.instance(uuid)
+            return inst if inst['task_id'] is None else None
+        return self.wait_for(idle, timeout, 'instance %s to end its task '
+                             '(now %s)' % (uuid, self._brief(uuid)))
+
+    def _brief(self, uuid):
+        inst = self.instance(uuid)
+        return '%s/%s' % (inst['vm_state'], inst['task_state'])
+
+    def act(self, uuid, action, timeout=30, **params):
+        self.api.run_action(self.ctx, uuid, action, params)
+        return self.wait_idle(uuid, timeout)
+
+    def build(self, name, timeout=30, flavor='tiny'):
+        inst = self.api.create_instance(self.ctx, name=name, flavor=flavor,
+                                        image_ref='cirros')
+        return self.wait_idle(inst['uuid'], timeout)
+
+    def domains(self, host):
+        """The fake hypervisor's domains on ``host``, as its store says."""
+        return fake.HostStore(str(self.state_dir), host).read()['domains']
+
+    def domain(self, inst):
+        return self.domains(inst['host']).get(inst['uuid'])
+
+
+@pytest.fixture
+def make_plane(request, tmp_path, broker):
+    """``make_plane(fake_driver={...})`` starts a :class:`Plane`."""
+    planes = []
+    request.node.tristate_planes = planes
+
+    def make(**kwargs):
+        plane = Plane(tmp_path / ('plane%d' % len(planes)), broker.url,
+                      **kwargs)
+        plane.path.mkdir()
+        planes.append(plane)
+        return plane.start()
+
+    yield make
+    for plane in planes:
+        plane.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        for plane in getattr(item, 'tristate_planes', ()):
+            for title, text in plane.log_tails():
+                report.sections.append(('log tail: ' + title, text))
+    return report
