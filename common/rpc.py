@@ -90,9 +90,13 @@ class Bus:
             access_policy=rpc_dispatcher.DefaultRPCAccessPolicy)
 
     def notifier(self, publisher_id):
+        # retry=1: a notification sent while the broker is down is dropped
+        # after one reconnect attempt instead of holding the state change
+        # (and the thread that made it) until the broker is back.
         return Notifier(messaging.Notifier(
             self.notification_transport, publisher_id=publisher_id,
-            serializer=self.serializer, topics=[NOTIFICATION_TOPIC]))
+            serializer=self.serializer, topics=[NOTIFICATION_TOPIC],
+            retry=1))
 
     def notification_listener(self, endpoints, *, pool=None):
         targets = [messaging.Target(topic=NOTIFICATION_TOPIC)]

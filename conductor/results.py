@@ -59,8 +59,11 @@ class Results:
         after = self.gateway.finish(ctx, instance_uuid, host=host,
                                     values=values, power=power,
                                     settle=_ON_SUCCESS.get(action, []))
-        # What the hypervisor said during the task is decided on now.
-        self.reconciler.consider(self.db.get_instance(instance_uuid))
+        # What the hypervisor said during the task is decided on now; not
+        # after a migration: that was the old host's word ("vanished"), the
+        # new host's next report decides.
+        if action != 'live_migrate':
+            self.reconciler.consider(self.db.get_instance(instance_uuid))
         return after
 
     def _values_on_success(self, inst, action):
@@ -168,11 +171,12 @@ class Results:
     def _is_orphan(self, host, report):
         """A running domain whose report was not stored: no instance at
         all, or one that lives on another host now (a leftover of a
-        migration)."""
+        migration). Never while the instance's task runs: a migration's
+        destination has the domain before the instance moves there."""
         if report['power_state'] == states.power.NOSTATE:
             return False
         try:
             inst = self.db.get_instance(report['uuid'])
         except exception.InstanceNotFound:
             return True
-        return inst['host'] != host
+        return inst['host'] != host and inst['task_id'] is None

@@ -59,8 +59,10 @@ class ConductorAPI:
         from conductor import gateway
         after = gateway.hard_delete_local(self.statedb, ctx, instance_uuid)
         try:
-            self.client.prepare().cast(ctx, 'instance_deleted',
-                                       instance_uuid=instance_uuid)
+            # retry=0: a cast retries forever by default, which would hold
+            # the delete until the broker is back.
+            self.client.prepare(retry=0).cast(ctx, 'instance_deleted',
+                                              instance_uuid=instance_uuid)
         except Exception:        # bus down: the agent's report cleans up later
             gateway.LOG.warning('Could not request cleanup of deleted '
                                 'instance %s; the next power report will',

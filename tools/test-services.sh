@@ -13,6 +13,8 @@ set -euo pipefail
 usage="usage: $0 start|stop DIR | $0 rabbit DIR start|stop|kill"
 cmd=${1:?$usage}
 dir=${2:?$usage}
+[ "$cmd" = start ] && mkdir -p "$dir"
+[ -d "$dir" ] || { [ "$cmd" = stop ] && exit 0; echo "no directory $dir" >&2; exit 1; }
 dir=$(cd "$dir" && pwd)
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 pg_port=${TRISTATE_TEST_PG_PORT:-54329}
@@ -37,56 +39,57 @@ stop_pg() {
 
 # --- RabbitMQ ---------------------------------------------------------------
 # Ports: AMQP $rabbit_port, Erlang distribution +1, rabbitmqctl's own node
-# +2..+11, epmd +12 (a private epmd, so a system one is never touched).
+# +2..+11, epmd +12 (a private epmd: a system one is never used or stopped).
 rb=$dir/rabbit
 rabbit_bin=/usr/lib/rabbitmq/bin
+rabbit_node=tristate-test@localhost
 
 rabbit_settings() {
     if [ -f "$rb/settings" ]; then
         # shellcheck source=/dev/null
-        . "$rb/settings"     # a restart reuses the ports of the first start
+        . "$rb/settings"     # a restart reuses the port of the first start
     else
         rabbit_port=${TRISTATE_TEST_RABBIT_PORT:-56729}
     fi
-    rabbit_node=tristate-test@localhost
-}
-
-as_rabbit() {
     # Everything the node and rabbitmqctl read comes from DIR/rabbit.
-    setpriv --reuid=rabbitmq --regid=rabbitmq --init-groups env \
-        HOME="$rb/home" \
-        ERL_EPMD_PORT=$((rabbit_port + 12)) \
-        RABBITMQ_CONF_ENV_FILE="$rb/rabbitmq-env.conf" \
-        RABBITMQ_CONFIG_FILE="$rb/rabbitmq.conf" \
-        RABBITMQ_ADVANCED_CONFIG_FILE="$rb/advanced.config" \
-        RABBITMQ_ENABLED_PLUGINS_FILE="$rb/enabled_plugins" \
-        RABBITMQ_MNESIA_BASE="$rb/mnesia" \
-        RABBITMQ_LOG_BASE="$rb/log" \
-        RABBITMQ_PID_FILE="$rb/beam.pid" \
-        RABBITMQ_NODENAME="$rabbit_node" \
-        RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
-        RABBITMQ_NODE_PORT="$rabbit_port" \
-        RABBITMQ_DIST_PORT=$((rabbit_port + 1)) \
-        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
-        RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
-        RABBITMQ_CTL_DIST_PORT_MIN=$((rabbit_port + 2)) \
-        RABBITMQ_CTL_DIST_PORT_MAX=$((rabbit_port + 11)) \
-        "$@"
+    rabbit_env=(
+        HOME="$rb/home"
+        ERL_EPMD_PORT=$((rabbit_port + 12))
+        RABBITMQ_CONF_ENV_FILE="$rb/rabbitmq-env.conf"
+        RABBITMQ_CONFIG_FILE="$rb/rabbitmq.conf"
+        RABBITMQ_ADVANCED_CONFIG_FILE="$rb/advanced.config"
+        RABBITMQ_ENABLED_PLUGINS_FILE="$rb/enabled_plugins"
+        RABBITMQ_MNESIA_BASE="$rb/mnesia"
+        RABBITMQ_LOG_BASE="$rb/log"
+        RABBITMQ_PID_FILE="$rb/beam.pid"
+        RABBITMQ_NODENAME="$rabbit_node"
+        RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+        RABBITMQ_NODE_PORT="$rabbit_port"
+        RABBITMQ_DIST_PORT=$((rabbit_port + 1))
+        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+        RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+        RABBITMQ_CTL_DIST_PORT_MIN=$((rabbit_port + 2))
+        RABBITMQ_CTL_DIST_PORT_MAX=$((rabbit_port + 11))
+    )
+    # A command, not a function: `"${as_rabbit[@]}" CMD &` sets $! to CMD's
+    # own PID (setpriv and env exec it; a function would run in a subshell).
+    as_rabbit=(setpriv --reuid=rabbitmq --regid=rabbitmq --init-groups
+               env -C "$rb" "${rabbit_env[@]}")
 }
 
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 rabbit_prepare() {
-    [ -x "$rabbit_bin/rabbitmq-server" ] || { echo "rabbitmq-server not installed" >&2; exit 1; }
+    [ -x "$rabbit_bin/rabbitmq-server" ] || { echo "rabbitmq-server is not installed" >&2; exit 1; }
     [ -f "$rb/settings" ] && return 0
     mkdir -p "$rb/home" "$rb/mnesia" "$rb/log"
     echo "rabbit_port=$rabbit_port" >"$rb/settings"
-    : >"$rb/rabbitmq-env.conf"
-    echo '[].' >"$rb/enabled_plugins"
+    : >"$rb/rabbitmq-env.conf"        # not /etc/rabbitmq/rabbitmq-env.conf
+    echo '[].' >"$rb/enabled_plugins"  # no plugins
     cat >"$rb/rabbitmq.conf" <<CONF
 listeners.tcp.default = 127.0.0.1:$rabbit_port
 loopback_users.guest = true
-log.file.level = info
 CONF
     head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$rb/home/.erlang.cookie"
     chmod 400 "$rb/home/.erlang.cookie"
@@ -98,23 +101,36 @@ rabbit_start() {
     rabbit_settings
     rabbit_prepare
     alive "$rb/beam.pid" && { echo "RabbitMQ already runs in $rb" >&2; exit 1; }
+    local port
+    for port in "$rabbit_port" $((rabbit_port + 1)); do
+        if listening "$port"; then
+            echo "port $port of 127.0.0.1 is taken: set TRISTATE_TEST_RABBIT_PORT" \
+                "to a free N (N, N+1, N+2..N+12 are used)" >&2
+            exit 1
+        fi
+    done
     if ! alive "$rb/epmd.pid"; then
-        as_rabbit epmd -address 127.0.0.1 -port $((rabbit_port + 12)) \
+        "${as_rabbit[@]}" epmd -address 127.0.0.1 -port $((rabbit_port + 12)) \
             </dev/null >>"$rb/epmd.log" 2>&1 &
         echo $! >"$rb/epmd.pid"
     fi
     rm -f "$rb/beam.pid"
-    as_rabbit "$rabbit_bin/rabbitmq-server" </dev/null >>"$rb/server.out" 2>&1 &
-    # Every rabbitmqctl run starts an Erlang VM of its own, which slows the
+    "${as_rabbit[@]}" "$rabbit_bin/rabbitmq-server" </dev/null >>"$rb/server.out" 2>&1 &
+    local server=$! deadline=$((SECONDS + 60)) rc
+    # Every rabbitmqctl run boots an Erlang VM of its own, which slows the
     # node's boot on a small machine: poll it once the AMQP port answers.
-    local deadline=$((SECONDS + 60)) rc
     while true; do
         rc=69
-        if (exec 3<>"/dev/tcp/127.0.0.1/$rabbit_port") 2>/dev/null; then
+        if listening "$rabbit_port"; then
             rc=0
-            as_rabbit "$rabbit_bin/rabbitmqctl" -n "$rabbit_node" -q \
+            "${as_rabbit[@]}" "$rabbit_bin/rabbitmqctl" -n "$rabbit_node" -q \
                 -t $((deadline - SECONDS + 1)) await_startup >/dev/null 2>&1 || rc=$?
             [ "$rc" -eq 0 ] && break
+        fi
+        if ! kill -0 "$server" 2>/dev/null; then
+            echo "RabbitMQ exited while starting; see $rb/server.out:" >&2
+            tail -n 20 "$rb/server.out" >&2
+            exit 1
         fi
         if [ "$SECONDS" -ge "$deadline" ]; then
             echo "RabbitMQ did not start in 60 s (rabbitmqctl await_startup exit" \
@@ -123,10 +139,11 @@ rabbit_start() {
         fi
         sleep 0.2
     done
-    alive "$rb/beam.pid" || { echo "RabbitMQ up but no PID in $rb/beam.pid" >&2; exit 1; }
+    alive "$rb/beam.pid" || { echo "RabbitMQ is up but $rb/beam.pid names no process" >&2; exit 1; }
 }
 
-# Stop the node: SIGTERM (clean) or SIGKILL, then wait until its PID is gone.
+# Stop the node by its PID: SIGTERM (a clean shutdown) or SIGKILL; wait
+# until the process is gone. epmd stays, for the next start.
 rabbit_stop_node() {
     local sig=$1 pid
     alive "$rb/beam.pid" || return 0
@@ -147,7 +164,7 @@ stop_rabbit() {
 start_rabbit() {
     rabbit_start
     echo "export TRISTATE_TEST_RABBIT_URL=rabbit://guest:guest@127.0.0.1:$rabbit_port/"
-    # The tests restart the broker with: $TRISTATE_TEST_RABBIT_CTL stop|kill|start
+    # The broker-restart test runs: $TRISTATE_TEST_RABBIT_CTL stop|kill|start
     echo "export TRISTATE_TEST_RABBIT_CTL='$(cd "$(dirname "$0")" && pwd)/$(basename "$0") rabbit $dir'"
 }
 

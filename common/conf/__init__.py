@@ -7,11 +7,13 @@ build their own ``cfg.ConfigOpts()`` and call :func:`register_all` on it.
 
 from oslo_config import cfg
 
+from common.conf import api
 from common.conf import compute
 from common.conf import conductor
 from common.conf import database
 from common.conf import default
 from common.conf import fake_driver
+from common.conf import libvirt
 from common.conf import reconcile
 from common.conf import scheduler
 from common.conf import upgrade_levels
@@ -20,6 +22,8 @@ CONF = cfg.CONF
 
 _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             reconcile,
+            api,
+            libvirt,
             fake_driver)
 
 

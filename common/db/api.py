@@ -450,8 +450,9 @@ class StateDB:
         """How many ``action`` tasks began since ``since`` (crash budget)."""
         query = sa.select(sa.func.count()).select_from(LOGT).where(
             LOGT.c.instance_uuid == instance_uuid, LOGT.c.action == action,
-            LOGT.c.started_at >= since,
-            LOGT.c.message.like(message_prefix + '%'))
+            LOGT.c.started_at >= since)
+        if message_prefix:      # LIKE never matches a NULL message
+            query = query.where(LOGT.c.message.like(message_prefix + '%'))
         return self.db.transaction(lambda conn: conn.execute(query).scalar(),
                                    readonly=True)
 

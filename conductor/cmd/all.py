@@ -1,13 +1,16 @@
 """``tristate-all``: the whole control plane in one process, nothing to install.
 
     tristate-all [--hosts N] [--state-dir DIR] [--config-file F] [--demo]
+                 [--api-port PORT]
 
 One conductor and N compute agents (``host1``..``hostN``) on the fake
 hypervisor, SQLite under ``--state-dir`` (default ~/.tristate) and
 oslo.messaging's in-memory kombu transport. ``tristate-fakevirt --state-dir
 DIR ...`` acts on the same fake hosts from another shell. With ``--demo`` it
 walks a few instances through the action table, prints what happened and
-exits; without, it runs until Ctrl-C.
+exits; without, it serves the REST API on 127.0.0.1:PORT (default 8774,
+noauth, admin by default: ``tristate server list`` works from another shell)
+and runs until Ctrl-C.
 """
 
 import logging
@@ -32,6 +35,8 @@ CLI_OPTS = [
                     '(default: [DEFAULT] state_dir, ~/.tristate).'),
     cfg.BoolOpt('demo', default=False,
                 help='Run a short demonstration, print it, and exit.'),
+    cfg.PortOpt('api-port', dest='cli_api_port', default=8774,
+                help='Port of the REST API on 127.0.0.1 (0: a free one).'),
 ]
 
 
@@ -130,13 +135,20 @@ def main(argv=None):
     if conf.transport_url in (None, 'rabbit://'):     # the library's default
         conf.set_override('transport_url', embedded.MEMORY_URL)
     plane = embedded.Embedded(conf, hosts=conf.hosts).start()
+    api_server = None
     try:
         if conf.demo:
             return run_demo(plane)
+        from api import service as api_service
+        api_server = api_service.serve_embedded(conf, plane,
+                                                port=conf.cli_api_port)
+        print('Tristate API: %s/v2.1' % api_server.url)
         print('Tristate is running: %d hosts, state in %s. Ctrl-C stops it.'
               % (conf.hosts, conf.state_dir))
         sys.stdout.flush()
         service.wait_for_signal()
         return 0
     finally:
+        if api_server is not None:
+            api_server.stop()
         plane.stop()

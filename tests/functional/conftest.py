@@ -8,7 +8,8 @@
   conductor, agents ``host1..hostN`` on the fake hypervisor, SQLite under the
   state dir, periodic jobs off: tests run them with ``run_once``). ``plane``
   is one with two hosts; ``shared_plane`` one per test module, for tests that
-  only need instances of their own. Every plane is stopped at the end.
+  only need instances of their own (:func:`tidy` it after each test). Every
+  plane is stopped at the end.
 * ``wait_for``, ``wait_idle``, ``build``, ``act``: poll with a deadline, never
   sleep a fixed time; a timeout says what the instance looked like last.
 
@@ -17,15 +18,19 @@ clock: heartbeats, task timestamps and the periodic jobs then see time move
 only when the test advances it.
 """
 
+import json
+import os
 import threading
 import time
 import uuid as uuidlib
 
 import futurist._thread
+import kombu.transport.memory
 import pytest
 from oslo_config import cfg
 
 from common import conf as tconf
+from common import context
 from common import rpc
 from common.db import api as db_api
 from common.db import engine
@@ -40,7 +45,7 @@ _SHOWN = ('vm_state', 'task_state', 'task_id', 'power_state', 'host',
           'flavor_name', 'progress_step')
 
 
-# --- configuration -----------------------------------------------------------------
+# --- configuration -----------------------------------------------------------
 
 def new_conf(state_dir):
     conf = cfg.ConfigOpts()
@@ -76,15 +81,32 @@ def conf(tmp_path):
     conf.reset()
 
 
-# --- planes --------------------------------------------------------------------------
+# --- planes ------------------------------------------------------------------
+
+class _OneMillisecond:
+    """A polling interval that stays 1 ms whatever is assigned to it."""
+
+    def __get__(self, obj, owner=None):
+        return 0.001
+
+    def __set__(self, obj, value):
+        pass
+
 
 @pytest.fixture(autouse=True, scope='session')
-def _quick_rpc_server_stop():
-    """An RPC server's stop waits for its idle worker threads, which look for
-    work once a second (futurist's ThreadWorker.MAX_IDLE_FOR): a second or
-    more per plane. The tests stop dozens of planes; let them look more often.
+def _lighter_in_memory_bus():
+    """Two tunings of libraries for the in-memory bus, tests only:
+
+    * oslo.messaging sets kombu's memory transport to poll its queues with
+      no pause ("to speed up tests"): every idle consumer spins, and on a
+      loaded machine a call takes ten times longer. Poll every millisecond.
+    * An RPC server's stop waits for its idle worker threads, which look for
+      work once a second (futurist's ThreadWorker.MAX_IDLE_FOR): a second or
+      more per plane stopped. Let them look more often.
     """
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kombu.transport.memory.Transport, 'polling_interval',
+                      _OneMillisecond())
         patch.setattr(futurist._thread.ThreadWorker, 'MAX_IDLE_FOR', 0.05)
         yield
 
@@ -149,12 +171,23 @@ def shared_plane(tmp_path_factory):
     conf.reset()
 
 
+def tidy(plane, *, keep=()):
+    """Clear every fault and delete every instance but those in ``keep``:
+    what a test on a shared plane leaves must not disturb the next one."""
+    for host in plane.host_names:
+        fake.HostStore(plane.conf.state_dir, host).clear_faults()
+    system = context.get_admin_context()
+    for inst in plane.statedb.list_instances():
+        if inst['uuid'] not in keep:
+            plane.client.delete_instance(system, inst['uuid'])
+
+
 @pytest.fixture
 def admin(ctx):
     return ctx.elevated()
 
 
-# --- waiting -------------------------------------------------------------------------
+# --- waiting -----------------------------------------------------------------
 
 def wait_for(predicate, *, timeout=TIMEOUT, what='the condition', show=None):
     """Poll ``predicate`` until it returns something true; return that.
@@ -217,7 +250,30 @@ def wait_heartbeat(plane, host, *, since=None):
              show=lambda: heartbeat_of(plane, host))
 
 
-# --- doing things ----------------------------------------------------------------------
+def wait_agent_done(plane, host):
+    """Until the agent of ``host`` has no task left in its journal: every
+    task it was given has been reported (and the report answered)."""
+    path = os.path.join(plane.conf.state_dir, 'agent', '%s-tasks.json' % host)
+
+    def tasks():
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return {}
+    wait_for(lambda: tasks() == {}, what='the agent of %s to end its tasks'
+             % host, show=tasks)
+
+
+def wait_log(caplog, *words):
+    """Until a log record (captured by ``caplog``) contains every word."""
+    wait_for(lambda: any(all(word in record.getMessage() for word in words)
+                         for record in caplog.records),
+             what='a log line with %s' % ', '.join(words),
+             show=lambda: caplog.text[-2000:])
+
+
+# --- doing things ------------------------------------------------------------
 
 def build(plane, ctx, *, flavor='tiny', name='vm', **kwargs):
     """Create an instance and wait for its build to end; its row after."""
@@ -244,7 +300,7 @@ def faults(plane, host):
     return fake.HostStore(plane.conf.state_dir, host)
 
 
-# --- what the plane and the hypervisor say ---------------------------------------------
+# --- what the plane and the hypervisor say -----------------------------------
 
 def heartbeat_of(plane, host):
     for row in plane.statedb.list_hosts():

@@ -23,6 +23,7 @@ Fixtures:
   their logs are added to the report of a failed test.
 """
 
+import contextlib
 import os
 import shlex
 import signal
@@ -74,10 +75,14 @@ class Broker:
         self.url = url
         self.ctl = ctl
 
-    def _run(self, what, timeout):
+    def require_ctl(self):
+        """Skip (fail in CI) unless the broker can be restarted."""
         if not self.ctl:
-            _require(CTL_ENV, "%s='tools/test-services.sh rabbit DIR'"
-                     % CTL_ENV)
+            self.ctl = _require(CTL_ENV, "%s='tools/test-services.sh rabbit "
+                                "DIR'" % CTL_ENV)
+
+    def _run(self, what, timeout):
+        self.require_ctl()
         done = subprocess.run(shlex.split(self.ctl) + [what], timeout=timeout,
                               capture_output=True, text=True, check=False)
         assert done.returncode == 0, 'broker %s failed (%d): %s%s' % (
@@ -157,8 +162,10 @@ class Plane:
                 'report_retry_max': 1,
                 'shutdown_timeout': 0,
             },
-            # Real notifications, as in production: the conductor must not
-            # hang on them while the broker is away.
+            # Reconnect attempts back off 1, 3, 5... s up to this (default
+            # 30): a restarted broker is found again within 2 s.
+            'oslo_messaging_rabbit': {'rabbit_interval_max': 2},
+            # Real notifications, as in production.
             'oslo_messaging_notifications': {'driver': 'messagingv2'},
         }
 
@@ -251,6 +258,9 @@ class Plane:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + timeout
+        if self.bus is not None:
+            self.bus.cleanup()      # takes a few seconds: meanwhile they stop
+            self.bus = None
         for name, proc in self.procs.items():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -260,13 +270,24 @@ class Plane:
                               % timeout)
                 proc.kill()
                 proc.wait(timeout=10)
-        if self.bus is not None:
-            self.bus.cleanup()
         if self.statedb is not None:
             self.statedb.db.dispose()
 
+    def open_files(self, name, basename):
+        """Files named ``basename`` that process ``name`` has open."""
+        fd_dir = '/proc/%d/fd' % self.procs[name].pid
+        if not os.path.isdir(fd_dir):
+            pytest.skip('no %s to look at open files' % fd_dir)
+        found = []
+        for fd in os.listdir(fd_dir):
+            with contextlib.suppress(OSError):
+                target = os.readlink(os.path.join(fd_dir, fd))
+                if os.path.basename(target) == basename:
+                    found.append(target)
+        return found
+
     def log_tails(self, lines=60):
-        for name, paths in self.logs.items():
+        for paths in self.logs.values():
             for path in paths:
                 try:
                     text = path.read_text(errors='replace').splitlines()

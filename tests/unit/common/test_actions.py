@@ -16,8 +16,13 @@ ISSUE_ACTIONS = (
     'set_password', 'soft_delete', 'restore', 'delete', 'reset_state')
 
 
+SYSTEM_ACTIONS = {name for name, spec in TABLE.actions.items() if spec.system}
+
+
 def _allowed_in(vm_state):
-    return {action for source, action, _ in TABLE if source == vm_state}
+    """What a user may ask for in ``vm_state`` (reconcile's own actions aside)."""
+    return {action for source, action, _ in TABLE
+            if source == vm_state and action not in SYSTEM_ACTIONS}
 
 
 @pytest.mark.parametrize('action', ISSUE_ACTIONS)
@@ -76,13 +81,21 @@ def test_every_return_has_a_detour_saving_where_to_go_back():
 
 
 def test_task_actions_are_deterministic():
-    # Only reset_state is asked for its target; every other action has one
-    # row per source state.
+    # Only database actions (reset_state, reconcile) are told their target;
+    # a task action has one row per source state.
     seen = {}
     for source, action, _target in TABLE:
         seen[source, action] = seen.get((source, action), 0) + 1
     multi = {action for (_, action), count in seen.items() if count > 1}
-    assert multi == {'reset_state'}
+    assert 'reset_state' in multi
+    for action in multi:
+        assert TABLE.action(action).kind == actions.KIND_DB, action
+
+
+def test_system_actions_are_not_for_users():
+    for name in SYSTEM_ACTIONS:
+        assert name not in ISSUE_ACTIONS
+        assert not TABLE.action(name).preempts
 
 
 def test_iteration_yields_source_action_target_triples():

@@ -96,6 +96,17 @@ def test_hard_delete_beats_a_finish(statedb, ctx, instances):
         assert statedb.list_allocations(instance_uuid=uuid) == []
 
 
+def test_concurrent_deletes_free_once(statedb, ctx, instances):
+    uuid = instances.active()
+    outcomes = _race(THREADS, lambda i: statedb.hard_delete(ctx, uuid))
+    assert _errors(outcomes) == []
+    host = statedb.get_host(instances.host)
+    assert (host['used_vcpus'], host['used_memory_mb'], host['used_disk_gb']) \
+        == (0, 0, 0)
+    deletes = [a for a in statedb.list_actions(uuid) if a['action'] == 'delete']
+    assert len(deletes) == 1
+
+
 def test_newest_power_report_stands(statedb, instances):
     uuid = instances.active()
     # Thread i sends seq THREADS - i: the newest report is sent first.

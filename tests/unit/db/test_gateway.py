@@ -72,7 +72,9 @@ def test_claim_of_unknown_instance(statedb, ctx, instances):
         statedb.claim_task(ctx, 'no-such-uuid', 'stop')
 
 
-@pytest.mark.parametrize('action', ['delete', 'reset_state'])
+@pytest.mark.parametrize('action', sorted(
+    name for name, spec in TABLE.actions.items()
+    if spec.kind == actions.KIND_DB))
 def test_database_actions_are_not_claimed_as_tasks(statedb, ctx, instances,
                                                    action):
     uuid = instances.active()
@@ -266,6 +268,28 @@ def test_hard_delete_preempts_the_task(statedb, ctx, instances, end):
     assert log['build']['result'] == 'preempted'
     assert (log['delete']['result'], log['delete']['vm_state_after']) == (
         'success', vm.HARD_DELETED)
+
+
+AGENT_CALLS = {
+    'update_progress': lambda db, task, uuid, host: db.update_progress(
+        task, uuid, percent=10, host=host),
+    'finish_task': lambda db, task, uuid, host: db.finish_task(
+        task, uuid, host=host),
+    'fail_task': lambda db, task, uuid, host: db.fail_task(
+        task, uuid, error='x', rolled_back=True, host=host),
+}
+
+
+@pytest.mark.parametrize('call', sorted(AGENT_CALLS))
+def test_an_agent_reports_only_on_its_own_instances(statedb, instances, call):
+    uuid = instances.active()
+    task = instances.start(uuid, 'stop')
+    before = instances.snapshot(uuid)
+    with pytest.raises(exception.Forbidden) as err:
+        AGENT_CALLS[call](statedb, task, uuid, 'node2')
+    assert 'node2' in str(err.value) and uuid in str(err.value)
+    assert instances.snapshot(uuid) == before
+    AGENT_CALLS[call](statedb, task, uuid, instances.host)
 
 
 # --- hard delete and reset ------------------------------------------------------------

@@ -103,8 +103,12 @@ def test_allocate_places_the_instance(statedb, instances):
     assert _used(statedb, instances.host) == (2, 2048, 20)
 
 
-def test_allocate_refuses_over_capacity(statedb, instances):
-    statedb.host_heartbeat('small', vcpus=4, memory_mb=4096, disk_gb=40)
+@pytest.mark.parametrize('tight', ['vcpus', 'memory_mb', 'disk_gb'])
+def test_allocate_refuses_over_capacity(statedb, instances, tight):
+    # Room for two instances in the ``tight`` resource, plenty of the others.
+    capacity = {name: 100 * size for name, size in instances.flavor.items()}
+    capacity[tight] = 2 * instances.flavor[tight]
+    statedb.host_heartbeat('small', **capacity)
     (a, ta), (b, tb), (c, tc) = _building(instances, 3)
     statedb.allocate(ta, a, 'small', **instances.flavor)
     statedb.allocate(tb, b, 'small', **instances.flavor)

@@ -1,0 +1,111 @@
+"""``POST /servers/{id}/action``: each Nova action key, its body schema and
+the action of the table (:mod:`common.actions`) it runs, declared as data.
+
+``params`` turns the validated body into the parameters the conductor's
+flow takes (:data:`conductor.flows.PARAMS`). ``kind`` says how the request
+is carried out: ``task`` through ``run_action``, ``delete`` through the hard
+delete (no bus needed), ``reset`` through ``reset_state``.
+"""
+
+import dataclasses
+import typing
+
+from api import schemas
+
+TASK = 'task'
+DELETE = 'delete'
+RESET = 'reset'
+
+
+def _none(body):
+    return {}
+
+
+def ref(value):
+    """An id, or the last path segment of a URL (Nova accepts both)."""
+    return str(value).rstrip('/').rsplit('/', 1)[-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerAction:
+    key: str                       # the body's one key, e.g. "os-stop"
+    action: str                    # the action table's name, e.g. "stop"
+    schema: dict = dataclasses.field(default_factory=lambda: schemas.NO_BODY)
+    params: typing.Callable = _none
+    kind: str = TASK
+    status: int = 202
+
+    def resolve(self, body):
+        """(table action, params) for a validated body."""
+        return self.action, self.params(body)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reboot(ServerAction):
+    def resolve(self, body):
+        hard = body['type'].upper() == 'HARD'
+        return ('reboot_hard' if hard else 'reboot'), {}
+
+
+def _rebuild(body):
+    return {'image_ref': ref(body['imageRef'])}
+
+
+def _rescue(body):
+    body = body or {}
+    return ({'image_ref': ref(body['rescue_image_ref'])}
+            if body.get('rescue_image_ref') else {})
+
+
+def _resize(body):
+    return {'flavor': ref(body['flavorRef'])}
+
+
+def _snapshot(body):
+    return {'image_name': body['name']}
+
+
+def _backup(body):
+    return {'image_name': body['name'], 'rotation': int(body['rotation'])}
+
+
+def _password(body):
+    return {'password': body['adminPass']}
+
+
+def _migrate(body):
+    return {'host': body['host']} if body.get('host') else {}
+
+
+def _reset(body):
+    return {'state': body['state']}
+
+
+ACTIONS = {a.key: a for a in (
+    ServerAction('os-stop', 'stop'),
+    ServerAction('os-start', 'start'),
+    Reboot('reboot', 'reboot', schemas.REBOOT),
+    ServerAction('pause', 'pause'),
+    ServerAction('unpause', 'unpause'),
+    ServerAction('suspend', 'suspend'),
+    ServerAction('resume', 'resume'),
+    ServerAction('rescue', 'rescue', schemas.RESCUE, _rescue),
+    ServerAction('unrescue', 'unrescue'),
+    ServerAction('rebuild', 'rebuild', schemas.REBUILD, _rebuild),
+    ServerAction('resize', 'resize', schemas.RESIZE, _resize),
+    ServerAction('confirmResize', 'confirm_resize', status=204),
+    ServerAction('revertResize', 'revert_resize'),
+    ServerAction('createImage', 'snapshot', schemas.CREATE_IMAGE, _snapshot),
+    ServerAction('createBackup', 'backup', schemas.CREATE_BACKUP, _backup),
+    ServerAction('changePassword', 'set_password', schemas.CHANGE_PASSWORD,
+                 _password),
+    ServerAction('os-migrateLive', 'live_migrate', schemas.MIGRATE_LIVE,
+                 _migrate),
+    # Tristate's own: Nova soft-deletes on DELETE when configured to;
+    # here DELETE always hard-deletes and soft delete is asked for.
+    ServerAction('tristate:softDelete', 'soft_delete'),
+    ServerAction('restore', 'restore'),
+    ServerAction('forceDelete', 'delete', kind=DELETE),
+    ServerAction('os-resetState', 'reset_state', schemas.RESET_STATE, _reset,
+                 kind=RESET),
+)}

@@ -1,0 +1,1 @@
+"""The ``tristate`` command line: a cliff application over the REST API."""

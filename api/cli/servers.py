@@ -1,0 +1,362 @@
+"""``tristate server ...``: create, list, show, delete, every action of the
+table, ``set-policy`` and ``actions`` (the action log)."""
+
+import dataclasses
+import typing
+
+from cliff import command
+from cliff import lister
+from cliff import show
+
+from api.cli import columns
+from common import states
+
+# (column title, server body key) of `server show`, in order.
+SHOW_FIELDS = (
+    ('id', 'id'), ('name', 'name'), ('status', 'status'),
+    ('vm_state', 'OS-EXT-STS:vm_state'), ('task_state', 'OS-EXT-STS:task_state'),
+    ('task_id', 'tristate:task_id'), ('progress', 'tristate:progress'),
+    ('power_state', 'tristate:power_state_name'),
+    ('power_reason', 'tristate:power_reason'),
+    ('oper_state', 'tristate:oper_state'), ('ec2_state', 'tristate:ec2_state'),
+    ('host', 'OS-EXT-SRV-ATTR:host'), ('flavor', 'flavor'),
+    ('image', 'image'), ('user_shutdown', 'metadata'),
+    ('crash', 'metadata'), ('project_id', 'tenant_id'),
+    ('user_id', 'user_id'), ('created', 'created'), ('updated', 'updated'),
+    ('fault', 'fault'),
+)
+LIST_FIELDS = ('ID', 'Name', 'Status', 'Task State', 'Power State',
+               'Oper State', 'Host', 'Flavor')
+LONG_FIELDS = LIST_FIELDS + ('VM State', 'EC2 State', 'Progress', 'Project')
+
+
+def flavor_name(server):
+    flavor = server.get('flavor') or {}
+    return flavor.get('original_name') or flavor.get('id')
+
+
+def _value(server, title, key):
+    if title == 'flavor':
+        return flavor_name(server)
+    if title == 'image':
+        return (server.get('image') or {}).get('id')
+    if title in ('user_shutdown', 'crash'):
+        return server['metadata'].get('tristate:%s' % title)
+    if title == 'progress':
+        return columns.Progress(server.get(key))
+    if title == 'fault':
+        return (server.get('fault') or {}).get('message')
+    return server.get(key)
+
+
+def show_server(server):
+    titles = tuple(t for t, _ in SHOW_FIELDS)
+    return titles, tuple(_value(server, t, k) for t, k in SHOW_FIELDS)
+
+
+def list_row(server, long=False):
+    row = (server['id'], server['name'], server['status'],
+           server['OS-EXT-STS:task_state'],
+           server['tristate:power_state_name'],
+           server['tristate:oper_state'], server['OS-EXT-SRV-ATTR:host'],
+           flavor_name(server))
+    if long:
+        row += (server['OS-EXT-STS:vm_state'], server['tristate:ec2_state'],
+                columns.Progress(server['tristate:progress']),
+                server['tenant_id'])
+    return row
+
+
+class _Waits:
+    """--wait and --wait-timeout for commands that start a task."""
+
+    def add_wait(self, parser):
+        parser.add_argument('--wait', action='store_true',
+                            help='Wait until the task has settled (no task '
+                                 'running) and show the result.')
+        parser.add_argument('--wait-timeout', type=float, default=300.0,
+                            metavar='SECONDS',
+                            help='Give up waiting after this long (exit 1). '
+                                 'Default: 300.')
+
+    def settled(self, server_id, parsed_args):
+        client = self.app.client
+        if parsed_args.wait:
+            return client.wait_settled(server_id,
+                                       timeout=parsed_args.wait_timeout)
+        return client.server(server_id)
+
+
+# --- create, list, show, delete ---------------------------------------------
+
+class CreateServer(_Waits, show.ShowOne):
+    """Create a server and build it (on a host the scheduler picks)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('name', help='Name of the new server.')
+        parser.add_argument('--flavor', required=True,
+                            help='Flavor name (see `tristate flavor list`).')
+        parser.add_argument('--image', default='cirros',
+                            help='Image id the virt driver resolves (the fake '
+                                 'driver takes any). Default: cirros.')
+        parser.add_argument('--user-shutdown',
+                            choices=states.USER_SHUTDOWN_POLICIES,
+                            help='What to do when the guest shuts itself '
+                                 'down. Default: the controller\'s.')
+        parser.add_argument('--crash', choices=states.CRASH_POLICIES,
+                            help='What to do when the guest crashes. '
+                                 'Default: the controller\'s.')
+        self.add_wait(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        server = {'name': parsed_args.name, 'flavorRef': parsed_args.flavor,
+                  'imageRef': parsed_args.image}
+        metadata = {'tristate:%s' % key: getattr(parsed_args, key)
+                    for key in ('user_shutdown', 'crash')
+                    if getattr(parsed_args, key)}
+        if metadata:
+            server['metadata'] = metadata
+        created = self.app.client.post('/servers', {'server': server})
+        return show_server(self.settled(created['server']['id'], parsed_args))
+
+
+class ListServers(lister.Lister):
+    """List servers (your project's; every project's with --all-projects)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--all-projects', action='store_true',
+                            help='Every project\'s servers (admin only).')
+        parser.add_argument('--long', action='store_true',
+                            help='Also vm_state, EC2 state, progress, '
+                                 'project.')
+        parser.add_argument('--status', help='Only servers with this status.')
+        return parser
+
+    def take_action(self, parsed_args):
+        params = {}
+        if parsed_args.all_projects:
+            params['all_tenants'] = '1'
+        if parsed_args.status:
+            params['status'] = parsed_args.status
+        servers = self.app.client.get('/servers/detail', **params)['servers']
+        fields = LONG_FIELDS if parsed_args.long else LIST_FIELDS
+        return fields, [list_row(s, parsed_args.long) for s in servers]
+
+
+class ShowServer(show.ShowOne):
+    """Show one server's states, host, flavor and policies."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', help='Server name or ID.')
+        return parser
+
+    def take_action(self, parsed_args):
+        return show_server(self.app.client.find_server(parsed_args.server))
+
+
+class DeleteServer(command.Command):
+    """Delete servers: one database update each; always works."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('servers', nargs='+', metavar='server',
+                            help='Server names or IDs.')
+        parser.add_argument('--wait', action='store_true',
+                            help='Wait until the servers are gone.')
+        parser.add_argument('--wait-timeout', type=float, default=60.0,
+                            metavar='SECONDS', help='Default: 60.')
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client
+        ids = [client.find_server(s)['id'] for s in parsed_args.servers]
+        for server_id in ids:
+            client.delete('/servers/%s' % server_id)
+        if parsed_args.wait:
+            for server_id in ids:
+                client.wait_gone(server_id, timeout=parsed_args.wait_timeout)
+
+
+class ServerActions(lister.Lister):
+    """The action log of a server, oldest first: who did what, how it ended."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', help='Server name or ID.')
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client
+        server = client.find_server(parsed_args.server)
+        entries = client.get('/servers/%s/os-instance-actions'
+                             % server['id'])['instanceActions']
+        fields = ('Action', 'Result', 'VM State Before', 'VM State After',
+                  'Started', 'Finished', 'User', 'Task ID', 'Message')
+        rows = [(e['action'], e['tristate:result'],
+                 e['tristate:vm_state_before'], e['tristate:vm_state_after'],
+                 e['start_time'], e['tristate:finish_time'], e['user_id'],
+                 e['tristate:task_id'], e['message'])
+                for e in reversed(entries)]
+        return fields, rows
+
+
+class SetPolicy(show.ShowOne):
+    """Change a server's reconcile policies (user_shutdown, crash)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', help='Server name or ID.')
+        parser.add_argument('--user-shutdown',
+                            choices=states.USER_SHUTDOWN_POLICIES)
+        parser.add_argument('--crash', choices=states.CRASH_POLICIES)
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client
+        server = client.find_server(parsed_args.server)
+        metadata = {'tristate:%s' % key: getattr(parsed_args, key)
+                    for key in ('user_shutdown', 'crash')
+                    if getattr(parsed_args, key)}
+        client.post('/servers/%s/metadata' % server['id'],
+                    {'metadata': metadata})
+        return show_server(client.server(server['id']))
+
+
+# --- the actions ---------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Arg:
+    flags: tuple
+    kwargs: dict
+
+
+def _arg(*flags, **kwargs):
+    return Arg(flags, kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class ActionSpec:
+    """One ``tristate server NAME`` command: its API body from its args."""
+    name: str
+    help: str
+    body: typing.Callable
+    args: tuple = ()
+
+
+def _empty(key):
+    return lambda args: {key: None}
+
+
+def _rebuild(args):
+    return {'rebuild': {'imageRef': args.image}}
+
+
+def _backup(args):
+    return {'createBackup': {'name': args.name, 'backup_type': args.type,
+                             'rotation': args.rotation}}
+
+
+def _migrate(args):
+    return {'os-migrateLive': {'host': args.host, 'block_migration': 'auto'}}
+
+
+def _rescue(args):
+    return {'rescue': {'rescue_image_ref': args.image} if args.image
+            else None}
+
+
+ACTIONS = (
+    ActionSpec('stop', 'Power the guest off.', _empty('os-stop')),
+    ActionSpec('start', 'Power the guest on.', _empty('os-start')),
+    ActionSpec('reboot', 'Reboot (soft, ACPI; --hard resets).',
+               lambda a: {'reboot': {'type': 'HARD' if a.hard else 'SOFT'}},
+               (_arg('--hard', action='store_true', help='Hard reboot.'),)),
+    ActionSpec('pause', 'Freeze the guest in memory.', _empty('pause')),
+    ActionSpec('unpause', 'Thaw a paused guest.', _empty('unpause')),
+    ActionSpec('suspend', 'Save the guest to disk.', _empty('suspend')),
+    ActionSpec('resume', 'Restore a suspended guest.', _empty('resume')),
+    ActionSpec('rescue', 'Boot the rescue image.', _rescue,
+               (_arg('--image', help='Rescue image (default: the '
+                                     'server\'s).'),)),
+    ActionSpec('unrescue', 'Leave rescue.', _empty('unrescue')),
+    ActionSpec('rebuild', 'Spawn again from an image (a PENDING server: '
+               'build it again).', _rebuild,
+               (_arg('--image', help='Image (default: the server\'s).'),)),
+    ActionSpec('resize', 'Move to another flavor; then confirm-resize or '
+               'revert-resize.',
+               lambda a: {'resize': {'flavorRef': a.flavor}},
+               (_arg('--flavor', required=True, help='New flavor.'),)),
+    ActionSpec('confirm-resize', 'Keep the new flavor.',
+               _empty('confirmResize')),
+    ActionSpec('revert-resize', 'Go back to the old flavor.',
+               _empty('revertResize')),
+    ActionSpec('live-migrate', 'Move the running guest to another host '
+               '(admin).', _migrate,
+               (_arg('--host', help='Target host (default: the scheduler '
+                                    'picks).'),)),
+    ActionSpec('snapshot', 'Save an image of the disk.',
+               lambda a: {'createImage': {'name': a.name}},
+               (_arg('--name', required=True, help='Image name.'),)),
+    ActionSpec('backup', 'Save a rotated backup image.', _backup,
+               (_arg('--name', required=True, help='Image name.'),
+                _arg('--type', default='daily', help='Backup type. '
+                                                     'Default: daily.'),
+                _arg('--rotation', type=int, required=True,
+                     help='Backups of this type to keep.'))),
+    ActionSpec('set-password', 'Set the admin password in the guest.',
+               lambda a: {'changePassword': {'adminPass': a.password}},
+               (_arg('--password', required=True),)),
+    ActionSpec('soft-delete', 'Power off and keep the disk until restored '
+               'or reclaimed.', _empty('tristate:softDelete')),
+    ActionSpec('restore', 'Bring a soft-deleted server back.',
+               _empty('restore')),
+    ActionSpec('force-delete', 'Hard-delete (same as delete).',
+               _empty('forceDelete')),
+    ActionSpec('reset-state', 'Admin: force vm_state active or error and '
+               'clear any task.',
+               lambda a: {'os-resetState': {'state': a.state}},
+               (_arg('--state', required=True, choices=('active', 'error')),)),
+)
+
+
+class ServerAction(_Waits, show.ShowOne):
+    """Base of the generated action commands (:func:`action_command`)."""
+
+    spec = None
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', help='Server name or ID.')
+        for arg in self.spec.args:
+            parser.add_argument(*arg.flags, **arg.kwargs)
+        self.add_wait(parser)
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client
+        server = client.find_server(parsed_args.server)
+        if self.spec.name == 'rebuild' and not parsed_args.image:
+            parsed_args.image = server['image']['id']
+        client.action(server['id'], self.spec.body(parsed_args))
+        if self.spec.name == 'force-delete':
+            return show_server(dict(server, status='DELETED'))
+        return show_server(self.settled(server['id'], parsed_args))
+
+
+def action_command(spec):
+    return type('Server%sCommand' % spec.name.title().replace('-', ''),
+                (ServerAction,), {'spec': spec, '__doc__': spec.help})
+
+
+def commands():
+    """{'server NAME': command class} for every server command."""
+    out = {'server create': CreateServer, 'server list': ListServers,
+           'server show': ShowServer, 'server delete': DeleteServer,
+           'server actions': ServerActions, 'server set-policy': SetPolicy}
+    for spec in ACTIONS:
+        out['server %s' % spec.name] = action_command(spec)
+    return out

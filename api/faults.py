@@ -1,0 +1,47 @@
+"""Errors as Nova answers them: ``{"conflictingRequest": {"code": 409,
+"message": "..."}}``, with the message of the :mod:`common.exception` class
+the conductor raised, in full (a denied action names the instance, its
+vm_state, the running task and the states the action needs)."""
+
+import json
+import logging
+
+from common import exception
+from common import rpc
+
+LOG = logging.getLogger(__name__)
+
+NAMES = {400: 'badRequest', 401: 'unauthorized', 403: 'forbidden',
+         404: 'itemNotFound', 405: 'badMethod', 406: 'notAcceptable',
+         409: 'conflictingRequest', 413: 'overLimit', 415: 'badMediaType',
+         501: 'notImplemented', 503: 'serviceUnavailable'}
+
+
+def body(code, message):
+    return {NAMES.get(code, 'computeFault'): {'code': code,
+                                              'message': message}}
+
+
+def from_exception(err):
+    """(status, body) for any exception a request handler let out."""
+    if isinstance(err, exception.TristateError):
+        return err.code, body(err.code, err.message)
+    if isinstance(err, rpc.MessagingTimeout):
+        message = ('No conductor answered in time; the request may or may '
+                   'not have been carried out (check with GET): %s' % err)
+        return 503, body(503, message)
+    if isinstance(err, rpc.MessagingException):
+        return 503, body(503, 'The message bus is unavailable: %s' % err)
+    LOG.exception('Unexpected error in the API')
+    return 500, body(500, 'Unexpected API error: %s (%s). Please report it '
+                          'with the request id.' % (type(err).__name__, err))
+
+
+def wsgi_response(start_response, code, message, headers=()):
+    """Answer an error from plain WSGI middleware (before Flask)."""
+    data = json.dumps(body(code, message)).encode()
+    status = '%d %s' % (code, NAMES.get(code, 'Error'))
+    start_response(status, [('Content-Type', 'application/json'),
+                            ('Content-Length', str(len(data)))]
+                   + list(headers))
+    return [data]

@@ -1,0 +1,106 @@
+"""Compute API microversions, as Nova negotiates them.
+
+A client asks for a version with ``OpenStack-API-Version: compute X.Y`` (or
+the legacy ``X-OpenStack-Nova-API-Version: X.Y``); no header means the
+minimum, ``latest`` the maximum. A version outside [MIN, MAX] is answered
+``406 Not Acceptable``, a malformed one ``400``.
+
+History (the versions whose meaning Tristate changes; the others keep
+Nova's numbering for the fields Tristate serves, see docs/operator-guide.md):
+
+* 2.1: the base.
+* 2.47: a server's ``flavor`` is embedded (vcpus, ram, disk, original_name)
+  instead of a link.
+* 2.101: the PENDING vm_state and status are shown (seed 004). Older
+  requests see ``ERROR`` for both ``status`` and ``OS-EXT-STS:vm_state``.
+"""
+
+import functools
+import re
+
+from common import exception
+
+
+@functools.total_ordering
+class APIVersion:
+    """A microversion X.Y, compared as numbers (2.10 > 2.9)."""
+
+    __slots__ = ('major', 'minor')
+
+    def __init__(self, major, minor):
+        self.major = major
+        self.minor = minor
+
+    @classmethod
+    def parse(cls, text):
+        match = _FORMAT.match(text.strip())
+        if not match:
+            raise exception.Invalid(
+                reason='API version string %r is of invalid format: it must '
+                       'be MajorNum.MinorNum or latest' % text)
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def _key(self):
+        return (self.major, self.minor)
+
+    def __eq__(self, other):
+        return isinstance(other, APIVersion) and self._key() == other._key()
+
+    def __lt__(self, other):
+        return self._key() < other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __str__(self):
+        return '%d.%d' % (self.major, self.minor)
+
+    __repr__ = __str__
+
+
+_FORMAT = re.compile(r'^([1-9]\d*)\.([1-9]\d*|0)$')
+
+MIN = APIVersion(2, 1)
+EMBEDDED_FLAVOR = APIVersion(2, 47)
+PENDING = APIVersion(2, 101)
+MAX = PENDING
+
+SERVICE = 'compute'
+HEADER = 'OpenStack-API-Version'
+LEGACY_HEADER = 'X-OpenStack-Nova-API-Version'
+
+
+class NotAcceptable(exception.TristateError):
+    msg_fmt = ('Version %(version)s is not supported by the API. Minimum is '
+               '%(min)s and maximum is %(max)s.')
+    code = 406
+
+
+def _requested(headers):
+    """The version text the client sent, or None."""
+    value = headers.get(HEADER)
+    if value:
+        for part in value.split(','):
+            service, _, version = part.strip().partition(' ')
+            if service.lower() == SERVICE:
+                return version.strip()
+    return headers.get(LEGACY_HEADER) or None
+
+
+def from_headers(headers):
+    """The :class:`APIVersion` a request asks for (MIN when it says none)."""
+    text = _requested(headers)
+    if text is None:
+        return MIN
+    if text.strip().lower() == 'latest':
+        return MAX
+    version = APIVersion.parse(text)
+    if not MIN <= version <= MAX:
+        raise NotAcceptable(version=version, min=MIN, max=MAX)
+    return version
+
+
+def response_headers(version):
+    return {HEADER: '%s %s' % (SERVICE, version),
+            LEGACY_HEADER: str(version),
+            'Vary': '%s, %s' % (HEADER, LEGACY_HEADER)}

@@ -1,0 +1,103 @@
+"""Who may do what through the API: oslo.policy rules with defaults in code.
+
+A project sees and acts on its own servers only; admins act on all. Actions
+the table marks ``admin_only`` (live migration, reset_state), listing every
+project's servers and listing hosts need admin. An operator overrides any
+rule in ``[oslo_policy] policy_file`` (YAML); ``oslopolicy-sample-generator
+--namespace tristate`` prints them all. The conductor re-checks ownership.
+"""
+
+from oslo_policy import policy
+
+from common import actions as table
+from common import exception
+
+ADMIN = 'rule:context_is_admin'
+OWNER = 'rule:admin_or_owner'
+ANYONE = ''
+
+SERVERS = 'tristate:servers:%s'
+
+
+def _rule(name, check, description, *operations):
+    return policy.DocumentedRuleDefault(
+        name=name, check_str=check, description=description,
+        operations=[{'method': m, 'path': p} for m, p in operations])
+
+
+def _action_rules():
+    """One rule per action of the table, admin-only where the table says."""
+    rules = []
+    for action in table.ACTIONS.values():
+        if action.name in ('build', 'delete') or action.system:
+            continue    # POST /servers and DELETE have their own; reconcile's
+            # tasks are never asked for
+        rules.append(_rule(
+            SERVERS % 'action:%s' % action.name,
+            ADMIN if action.admin_only else OWNER,
+            'Run %s on a server: %s.' % (action.name, action.description),
+            ('POST', '/servers/{server_id}/action')))
+    return rules
+
+
+def list_rules():
+    """Every default rule (the ``oslo.policy.policies`` entry point)."""
+    return [
+        policy.RuleDefault('context_is_admin', 'role:admin',
+                           description='Who is an administrator.'),
+        policy.RuleDefault('admin_or_owner',
+                           'rule:context_is_admin or '
+                           'project_id:%(project_id)s',
+                           description='An admin, or the server\'s project.'),
+        _rule(SERVERS % 'index', ANYONE, 'List the project\'s servers.',
+              ('GET', '/servers'), ('GET', '/servers/detail')),
+        _rule(SERVERS % 'index:all_tenants', ADMIN,
+              'List the servers of every project (all_tenants).',
+              ('GET', '/servers?all_tenants=1')),
+        _rule(SERVERS % 'show', OWNER, 'Show a server.',
+              ('GET', '/servers/{server_id}')),
+        _rule(SERVERS % 'create', ANYONE, 'Create a server.',
+              ('POST', '/servers')),
+        _rule(SERVERS % 'delete', OWNER, 'Delete a server (hard delete).',
+              ('DELETE', '/servers/{server_id}'),
+              ('POST', '/servers/{server_id}/action (forceDelete)')),
+        _rule(SERVERS % 'metadata:show', OWNER,
+              'Show a server\'s metadata (its reconcile policies).',
+              ('GET', '/servers/{server_id}/metadata')),
+        _rule(SERVERS % 'metadata:update', OWNER,
+              'Change a server\'s reconcile policies.',
+              ('PUT', '/servers/{server_id}/metadata/{key}'),
+              ('POST', '/servers/{server_id}/metadata')),
+        _rule(SERVERS % 'instance_actions:list', OWNER,
+              'List a server\'s action log.',
+              ('GET', '/servers/{server_id}/os-instance-actions')),
+        _rule('tristate:flavors:index', ANYONE, 'List flavors.',
+              ('GET', '/flavors')),
+        _rule('tristate:hypervisors:index', ADMIN,
+              'List hosts with capacity, usage and up/down.',
+              ('GET', '/os-hypervisors/detail')),
+    ] + _action_rules()
+
+
+class Policy:
+    """The enforcer of one API application."""
+
+    def __init__(self, conf):
+        self.enforcer = policy.Enforcer(conf)
+        self.enforcer.register_defaults(list_rules())
+
+    def authorize(self, ctx, rule, target=None):
+        """Raise :class:`~common.exception.Forbidden` (403) unless allowed."""
+        creds = ctx.to_policy_values()
+        creds['is_admin'] = ctx.is_admin
+        target = target if target is not None else {
+            'project_id': ctx.project_id}
+        self.enforcer.authorize(rule, target, creds, do_raise=True,
+                                exc=exception.Forbidden, action=rule)
+
+    def allows(self, ctx, rule, target=None):
+        try:
+            self.authorize(ctx, rule, target)
+        except exception.Forbidden:
+            return False
+        return True

@@ -1,0 +1,86 @@
+"""What every route needs of the request it serves: the caller's context,
+the microversion, the body, links, and the conductor client and policy of
+the application (:class:`Services`, kept in ``app.extensions``)."""
+
+import dataclasses
+
+import flask
+
+from api import auth
+from api import schemas
+from api import views
+from common import exception
+from common.states import vm
+
+EXTENSION = 'tristate'
+
+
+@dataclasses.dataclass
+class Services:
+    conf: object
+    client: object          # conductor.rpcapi.ConductorAPI, with statedb
+    policy: object          # api.policy.Policy
+
+
+def services():
+    return flask.current_app.extensions[EXTENSION]
+
+
+def context():
+    return flask.request.environ[auth.ENV_CONTEXT]
+
+
+def version():
+    return flask.g.version
+
+
+def links():
+    prefix = services().conf.api.link_prefix
+    return views.Links(prefix or flask.request.host_url)
+
+
+def authorize(rule, target=None):
+    services().policy.authorize(context(), rule, target)
+
+
+def json_body(schema):
+    """The request's JSON body, validated against ``schema``."""
+    data = flask.request.get_data(cache=True)
+    if not data.strip():
+        body = None
+    else:
+        body = flask.request.get_json(silent=True, force=True)
+        if body is None:
+            raise exception.Invalid('Malformed request body: it is not '
+                                    'JSON')
+    if body is None and schema.get('type') == 'object':
+        raise exception.Invalid('Malformed request body: a JSON object is '
+                                'required')
+    return schemas.validate(schema, body)
+
+
+def get_server(uuid, rule='tristate:servers:show'):
+    """The instance, or 404 if it does not exist for this caller (other
+    projects' and hard-deleted instances do not, as in Nova)."""
+    inst = services().client.get_instance(context(), uuid)
+    if inst['vm_state'] == vm.HARD_DELETED:
+        raise exception.InstanceNotFound(instance=uuid)
+    authorize(rule, {'project_id': inst['project_id']})
+    return inst
+
+
+def hosts_up():
+    """{host: up} from the conductor's host list (heartbeats)."""
+    ctx = context().elevated()
+    return {h['name']: h['up'] for h in services().client.list_hosts(ctx)}
+
+
+def server_body(inst, up=None, fault=None):
+    up = hosts_up() if up is None else up
+    return views.server(inst, version=version(), links=links(),
+                        host_up=up.get(inst.get('host'), False),
+                        fault=fault)
+
+
+def no_content(status=204):
+    return flask.Response(status=status)

@@ -1,0 +1,130 @@
+"""``/servers/{id}/action``, ``/servers/{id}/os-instance-actions`` and
+``/servers/{id}/metadata`` (the per-instance reconcile policies)."""
+
+import flask
+
+from api import actions
+from api import request
+from api import schemas
+from api import views
+from api.routes import servers
+from common import exception
+
+bp = flask.Blueprint('server_actions', __name__,
+                     url_prefix='/v2.1/servers/<server_id>')
+
+TASK_ID_HEADER = 'Tristate-Task-Id'
+
+
+# --- actions ---------------------------------------------------------------------
+
+def _parse_action():
+    raw = request.json_body({'type': 'object'})
+    if len(raw) != 1 or next(iter(raw)) not in actions.ACTIONS:
+        raise exception.Invalid(
+            'The action body must have exactly one key, one of %s; got %s'
+            % (', '.join(sorted(actions.ACTIONS)),
+               ', '.join(sorted(raw)) or 'none'))
+    key = next(iter(raw))
+    spec = actions.ACTIONS[key]
+    schemas.validate({'type': 'object', 'properties': {key: spec.schema}},
+                     raw)
+    return spec, raw[key]
+
+
+@bp.post('/action')
+def action(server_id):
+    spec, body = _parse_action()
+    name, params = spec.resolve(body)
+    if spec.kind == actions.DELETE:
+        servers.hard_delete(server_id)
+        return request.no_content(spec.status)
+    request.get_server(server_id, rule='tristate:servers:action:%s' % name)
+    client, ctx = request.services().client, request.context()
+    if spec.kind == actions.RESET:
+        after = client.reset_state(ctx, server_id, params['state'])
+    else:
+        after = client.run_action(ctx, server_id, name, params)
+    resp = request.no_content(spec.status)
+    if after.get('task_id'):
+        resp.headers[TASK_ID_HEADER] = after['task_id']
+    return resp
+
+
+# --- the action log -----------------------------------------------------------------
+
+def _entries(server_id):
+    request.get_server(server_id,
+                       rule='tristate:servers:instance_actions:list')
+    entries = request.services().client.list_actions(request.context(),
+                                                      server_id)
+    return [views.instance_action(e, request.version())
+            for e in reversed(entries)]         # newest first, as Nova
+
+
+@bp.get('/os-instance-actions')
+def instance_actions(server_id):
+    return {'instanceActions': _entries(server_id)}
+
+
+@bp.get('/os-instance-actions/<request_id>')
+def instance_action(server_id, request_id):
+    for entry in _entries(server_id):
+        if request_id in (entry['request_id'], entry['tristate:task_id']):
+            return {'instanceAction': dict(entry, events=[])}
+    raise exception.NotFound('Action %s of instance %s could not be found.'
+                             % (request_id, server_id))
+
+
+# --- metadata: the reconcile policies ---------------------------------------------
+
+def _policy_name(key):
+    for name, meta_key in views.POLICY_KEYS.items():
+        if meta_key == key:
+            return name
+    raise exception.Invalid(
+        'Unsupported metadata key %r: the metadata of a server holds its '
+        'reconcile policies only, %s' % (
+            key, ', '.join(sorted(views.POLICY_KEYS.values()))))
+
+
+def _update(server_id, metadata):
+    inst = request.get_server(server_id,
+                              rule='tristate:servers:metadata:update')
+    policies = {_policy_name(k): v for k, v in metadata.items()}
+    if not policies:
+        return inst
+    return request.services().client.update_policies(
+        request.context(), inst['uuid'], policies)
+
+
+@bp.get('/metadata')
+def metadata(server_id):
+    inst = request.get_server(server_id,
+                              rule='tristate:servers:metadata:show')
+    return {'metadata': views.metadata(inst)}
+
+
+@bp.get('/metadata/<key>')
+def metadata_item(server_id, key):
+    inst = request.get_server(server_id,
+                              rule='tristate:servers:metadata:show')
+    meta = views.metadata(inst)
+    if key not in meta:
+        raise exception.NotFound('Metadata item %s was not found.' % key)
+    return {'meta': {key: meta[key]}}
+
+
+@bp.route('/metadata', methods=['POST', 'PUT'])
+def update_metadata(server_id):
+    body = request.json_body(schemas.UPDATE_METADATA)
+    after = _update(server_id, body['metadata'])
+    return {'metadata': views.metadata(after)}
+
+
+@bp.put('/metadata/<key>')
+def set_metadata_item(server_id, key):
+    _policy_name(key)
+    body = request.json_body(schemas.set_metadata_item(key))
+    after = _update(server_id, body['meta'])
+    return {'meta': {key: views.metadata(after)[key]}}

@@ -1,0 +1,163 @@
+"""``/servers``: list, show, create, delete."""
+
+import re
+
+import flask
+from oslo_utils import strutils
+
+from api import actions
+from api import request
+from api import schemas
+from api import views
+from common import exception
+from common.states import vm
+
+bp = flask.Blueprint('servers', __name__, url_prefix='/v2.1/servers')
+
+_ERRORED = (vm.ERROR, vm.PENDING)
+
+
+# --- listing -------------------------------------------------------------------
+
+def _all_tenants(args):
+    if 'all_tenants' not in args:
+        return False
+    value = args.get('all_tenants')
+    return strutils.bool_from_string(value, default=True) if value else True
+
+
+def _filters(args):
+    """Predicates for Nova's status, name, host and project filters."""
+    checks = []
+    if args.get('status'):
+        wanted = {s.upper() for s in args.getlist('status')}
+        checks.append(lambda body: body['status'] in wanted)
+    if args.get('name'):
+        try:
+            pattern = re.compile(args['name'])
+        except re.error as err:
+            raise exception.Invalid('Invalid name filter %r: %s'
+                                    % (args['name'], err)) from None
+        checks.append(lambda body: pattern.search(body['name']))
+    if args.get('host'):
+        checks.append(
+            lambda body: body['OS-EXT-SRV-ATTR:host'] == args['host'])
+    project = args.get('project_id') or args.get('tenant_id')
+    if project:
+        checks.append(lambda body: body['tenant_id'] == project)
+    return checks
+
+
+def _page(bodies, args, max_limit):
+    """Nova's limit and marker; returns the page and its next link."""
+    try:
+        limit = min(int(args.get('limit', max_limit)), max_limit)
+    except ValueError:
+        raise exception.Invalid('limit must be a whole number, not %r'
+                                % args['limit']) from None
+    if limit < 0:
+        raise exception.Invalid('limit must be >= 0, not %d' % limit)
+    marker = args.get('marker')
+    if marker:
+        ids = [b['id'] for b in bodies]
+        if marker not in ids:
+            raise exception.Invalid('marker [%s] not found' % marker)
+        bodies = bodies[ids.index(marker) + 1:]
+    limit = limit or max_limit
+    page = bodies[:limit]
+    links = []
+    if len(bodies) > limit and page:
+        query = dict(args.items(), marker=page[-1]['id'], limit=limit)
+        links.append({'rel': 'next', 'href': '%s?%s' % (
+            flask.request.base_url,
+            '&'.join('%s=%s' % kv for kv in sorted(query.items())))})
+    return page, links
+
+
+def _list(detail):
+    args = flask.request.args
+    checks = _filters(args)
+    request.authorize('tristate:servers:index')
+    all_projects = _all_tenants(args)
+    if all_projects:
+        request.authorize('tristate:servers:index:all_tenants')
+    svc = request.services()
+    insts = svc.client.list_instances(request.context(),
+                                      all_projects=all_projects)
+    # Nova lists newest first.
+    insts = sorted(insts, key=lambda i: (str(i['created_at']), i['uuid']),
+                   reverse=True)
+    up = request.hosts_up()
+    bodies = [request.server_body(i, up) for i in insts]
+    bodies = [b for b in bodies if all(check(b) for check in checks)]
+    page, links = _page(bodies, args, svc.conf.api.max_limit)
+    if not detail:
+        page = [{k: b[k] for k in ('id', 'name', 'links')} for b in page]
+    out = {'servers': page}
+    if links:
+        out['servers_links'] = links
+    return out
+
+
+@bp.get('', strict_slashes=False)
+def index():
+    return _list(detail=False)
+
+
+@bp.get('/detail')
+def detail():
+    return _list(detail=True)
+
+
+# --- one server ------------------------------------------------------------------
+
+def _fault(inst):
+    if inst['vm_state'] not in _ERRORED:
+        return None
+    ctx = request.context()
+    entries = request.services().client.list_actions(ctx, inst['uuid'])
+    failed = [e for e in entries if e.get('message')]
+    return views.fault(failed[-1]) if failed else None
+
+
+@bp.get('/<server_id>')
+def show(server_id):
+    inst = request.get_server(server_id)
+    return {'server': request.server_body(inst, fault=_fault(inst))}
+
+
+@bp.post('', strict_slashes=False)
+def create():
+    body = request.json_body(schemas.CREATE_SERVER)['server']
+    request.authorize('tristate:servers:create')
+    policies = {name: body['metadata'][key]
+                for name, key in views.POLICY_KEYS.items()
+                if key in body.get('metadata', {})}
+    inst = request.services().client.create_instance(
+        request.context(), name=body['name'],
+        flavor=actions.ref(body['flavorRef']),
+        image_ref=actions.ref(body['imageRef']), policies=policies)
+    out = request.server_body(inst)
+    resp = flask.jsonify({'server': out})
+    resp.status_code = 202
+    resp.headers['Location'] = out['links'][0]['href']
+    return resp
+
+
+@bp.delete('/<server_id>')
+def delete(server_id):
+    hard_delete(server_id)
+    return request.no_content(204)
+
+
+def hard_delete(server_id):
+    """The hard delete: one database UPDATE, made here; no bus needed."""
+    svc = request.services()
+    ctx = request.context()
+    inst = svc.client.statedb.get_instance(server_id)
+    if inst['vm_state'] == vm.HARD_DELETED or not (
+            ctx.is_admin or inst['project_id'] == ctx.project_id):
+        raise exception.InstanceNotFound(instance=server_id)
+    request.authorize('tristate:servers:delete',
+                      {'project_id': inst['project_id']})
+    return svc.client.delete_instance(ctx, server_id)

@@ -1,0 +1,125 @@
+"""JSON schemas of every request body, and the check that names the field.
+
+A body that does not match is answered ``400`` with Nova's message shape,
+``Invalid input for field/attribute server.flavorRef. Value: ...``, before
+anything is asked of the conductor: a rejected request changes nothing.
+Properties Nova clients commonly send that Tristate has no use for
+(networks, key_name, ...) are accepted and ignored; anything else is refused.
+"""
+
+import jsonschema
+
+from common import exception
+from common import states
+
+NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
+        'pattern': r'^\S(.*\S)?$'}
+REF = {'type': ['string', 'integer'], 'minLength': 1, 'maxLength': 255}
+IMAGE_REF = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+NO_BODY = {'type': ['null', 'object'], 'properties': {},
+           'additionalProperties': False}
+ANYTHING = {}
+
+POLICY_METADATA = {
+    'tristate:user_shutdown': {'enum': list(states.USER_SHUTDOWN_POLICIES)},
+    'tristate:crash': {'enum': list(states.CRASH_POLICIES)},
+}
+METADATA = {'type': 'object', 'properties': POLICY_METADATA,
+            'additionalProperties': False}
+
+
+def _object(required=(), **properties):
+    return {'type': 'object', 'properties': properties,
+            'required': list(required), 'additionalProperties': False}
+
+
+# Accepted in POST /servers for clients' sake; they have no effect here.
+_IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
+                   'availability_zone', 'user_data', 'config_drive',
+                   'description', 'adminPass', 'OS-DCF:diskConfig',
+                   'accessIPv4', 'accessIPv6', 'return_reservation_id',
+                   'tags', 'hostname')
+
+CREATE_SERVER = _object(
+    ['server'],
+    server=_object(
+        ['name', 'flavorRef', 'imageRef'],
+        name=NAME, flavorRef=REF, imageRef=IMAGE_REF, metadata=METADATA,
+        min_count={'enum': [1, '1']}, max_count={'enum': [1, '1']},
+        **dict.fromkeys(_IGNORED_CREATE, ANYTHING)),
+    **{'os:scheduler_hints': {'type': 'object'},
+       'OS-SCH-HNT:scheduler_hints': {'type': 'object'}})
+
+REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
+                                          'Hard', 'hard']})
+REBUILD = _object(['imageRef'], imageRef=IMAGE_REF,
+                  description={'type': ['string', 'null']})
+RESCUE = {'type': ['null', 'object'],
+          'properties': {'adminPass': {'type': 'string'},
+                         'rescue_image_ref': IMAGE_REF},
+          'additionalProperties': False}
+RESIZE = _object(['flavorRef'], flavorRef=REF,
+                 **{'OS-DCF:diskConfig': ANYTHING})
+CREATE_IMAGE = _object(['name'], name=NAME, metadata={'type': 'object'})
+ROTATION = {'type': ['integer', 'string'], 'pattern': '^[0-9]+$',
+            'minimum': 0}
+CREATE_BACKUP = _object(['name', 'backup_type', 'rotation'], name=NAME,
+                        backup_type={'type': 'string'}, rotation=ROTATION,
+                        metadata={'type': 'object'})
+CHANGE_PASSWORD = _object(['adminPass'], adminPass={'type': 'string'})
+MIGRATE_LIVE = _object(
+    ['host'], host={'type': ['string', 'null'], 'minLength': 1,
+                    'maxLength': 255},
+    block_migration={'enum': [True, False, 'auto', 'True', 'False',
+                              'true', 'false']},
+    disk_over_commit=ANYTHING, force=ANYTHING)
+RESET_STATE = _object(['state'], state={'enum': ['active', 'error']})
+
+UPDATE_METADATA = _object(['metadata'], metadata=METADATA)
+
+
+def set_metadata_item(key):
+    """PUT /servers/{id}/metadata/{key}: {"meta": {key: value}}."""
+    schema = POLICY_METADATA.get(key, {})
+    return _object(['meta'], meta={
+        'type': 'object', 'properties': {key: schema}, 'required': [key],
+        'additionalProperties': False})
+
+
+# --- the check ------------------------------------------------------------------
+
+def _path(error):
+    parts = [str(p) for p in error.absolute_path]
+    if error.validator == 'required':
+        missing = [p for p in error.validator_value
+                   if p not in (error.instance or {})]
+        parts.append(missing[0] if missing else '')
+    elif error.validator == 'additionalProperties':
+        allowed = set(error.schema.get('properties', {}))
+        extra = sorted(set(error.instance) - allowed)
+        parts.append(extra[0] if extra else '')
+    return '.'.join(parts) or 'body'
+
+
+def _message(error):
+    text = error.message
+    if error.validator == 'additionalProperties':
+        allowed = sorted(error.schema.get('properties', {}))
+        text += '; allowed: %s' % (', '.join(allowed) or 'none')
+    return text
+
+
+def validate(schema, body):
+    """Raise :class:`~common.exception.Invalid` naming the first bad field."""
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(body))
+    if error is None:
+        return body
+    raise exception.Invalid(
+        'Invalid input for field/attribute %s. Value: %s. %s'
+        % (_path(error), _short(error.instance), _message(error)))
+
+
+def _short(value, limit=200):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + '...'

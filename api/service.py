@@ -1,0 +1,34 @@
+"""Wires the API tier together: conductor client (with database access),
+WSGI application and HTTP server. Used by ``tristate-api`` and, for its
+embedded plane, by ``tristate-all``."""
+
+from api import server as server_mod
+from api import wsgi
+from conductor import rpcapi
+
+
+def make_client(conf, bus, statedb):
+    """The conductor client of the API tier: it has ``statedb``, so its
+    hard delete is a database UPDATE made here (works with the bus down)."""
+    return rpcapi.ConductorAPI(bus, conf, statedb=statedb,
+                               timeout=conf.api.rpc_timeout)
+
+
+def serve(conf, client, *, host=None, port=None):
+    """Start serving ``client`` over HTTP; returns the running server."""
+    app = wsgi.create_app(conf, client)
+    return server_mod.ApiServer(
+        app, host=conf.api.listen if host is None else host,
+        port=conf.api.port if port is None else port,
+        threads=conf.api.threads).start()
+
+
+def serve_embedded(conf, plane, *, port):
+    """The API of ``tristate-all``'s plane on 127.0.0.1, noauth, with an
+    admin as the user of requests that send no token (unless the config
+    files chose otherwise)."""
+    conf.set_override('auth_strategy', 'noauth', group='api')
+    if not conf.api.noauth_default_user:
+        conf.set_override('noauth_default_user', 'admin', group='api')
+    client = make_client(conf, plane.bus, plane.statedb)
+    return serve(conf, client, host='127.0.0.1', port=port)

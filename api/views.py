@@ -1,0 +1,245 @@
+"""The JSON bodies the API answers with, Nova's shapes plus ``tristate:*``.
+
+Every function takes plain dicts (what the conductor's RPC API returns) and
+the request's microversion, and returns plain dicts; nothing here calls
+anyone.
+"""
+
+import datetime
+import hashlib
+
+from api import microversion
+from api import status
+from common import flavors as flavors_mod
+from common import reconcile
+from common import states
+
+POLICY_KEYS = {'user_shutdown': 'tristate:user_shutdown',
+               'crash': 'tristate:crash'}
+POLICY_COLUMNS = {'user_shutdown': 'user_shutdown_policy',
+                  'crash': 'crash_policy'}
+POLICY_CHOICES = {'user_shutdown': states.USER_SHUTDOWN_POLICIES,
+                  'crash': states.CRASH_POLICIES}
+AVAILABILITY_ZONE = 'nova'
+
+
+def isotime(value):
+    """'YYYY-MM-DDTHH:MM:SSZ' from a naive-UTC datetime or its ISO string."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    return value.strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+class Links:
+    """Builds self and bookmark links under one base URL."""
+
+    def __init__(self, base_url):
+        self.base = base_url.rstrip('/')
+
+    def href(self, *parts):
+        return '/'.join([self.base, 'v2.1'] + [str(p) for p in parts])
+
+    def bookmark(self, *parts):
+        return '/'.join([self.base] + [str(p) for p in parts])
+
+    def links(self, collection, ident):
+        return [{'rel': 'self', 'href': self.href(collection, ident)},
+                {'rel': 'bookmark', 'href': self.bookmark(collection, ident)}]
+
+
+# --- versions ----------------------------------------------------------------
+
+def version_doc(links):
+    return {
+        'id': 'v2.1',
+        'status': 'CURRENT',
+        'version': str(microversion.MAX),
+        'min_version': str(microversion.MIN),
+        'updated': '2013-07-23T11:33:21Z',
+        'links': [{'rel': 'self', 'href': links.href('')},
+                  {'rel': 'describedby', 'type': 'text/html',
+                   'href': 'https://docs.openstack.org/'}],
+        'media-types': [{
+            'base': 'application/json',
+            'type': 'application/vnd.openstack.compute+json;version=2.1'}],
+    }
+
+
+# --- servers -------------------------------------------------------------------
+
+def metadata(inst):
+    return {key: inst[POLICY_COLUMNS[name]]
+            for name, key in POLICY_KEYS.items()}
+
+
+def _flavor(inst, version, links):
+    if version >= microversion.EMBEDDED_FLAVOR:
+        return {'vcpus': inst['vcpus'], 'ram': inst['memory_mb'],
+                'disk': inst['disk_gb'], 'ephemeral': 0, 'swap': 0,
+                'original_name': inst['flavor_name'], 'extra_specs': {}}
+    return {'id': inst['flavor_name'],
+            'links': [{'rel': 'bookmark',
+                       'href': links.bookmark('flavors', inst['flavor_name'])}]}
+
+
+def _host_id(inst):
+    # Nova's hostId: the same host looks the same within one project only.
+    if not inst.get('host'):
+        return ''
+    text = '%s%s' % (inst['project_id'], inst['host'])
+    return hashlib.sha224(text.encode()).hexdigest()
+
+
+def _progress(inst):
+    if inst['task_id'] is None:
+        return None
+    return {'step': inst.get('progress_step'),
+            'percent': inst.get('progress_percent') or 0}
+
+
+def server_summary(inst, links):
+    return {'id': inst['uuid'], 'name': inst['name'],
+            'links': links.links('servers', inst['uuid'])}
+
+
+def server(inst, *, version, links, host_up=True, fault=None):
+    """The detailed body of one server (GET /servers/{id}, /servers/detail)."""
+    vm_state, task_state = inst['vm_state'], inst['task_state']
+    body = server_summary(inst, links)
+    body.update({
+        'status': status.shown_status(vm_state, task_state, version),
+        'tenant_id': inst['project_id'],
+        'user_id': inst['user_id'],
+        'created': isotime(inst['created_at']),
+        'updated': isotime(inst['updated_at']),
+        'hostId': _host_id(inst),
+        'image': {'id': inst['image_ref'],
+                  'links': [{'rel': 'bookmark',
+                             'href': links.bookmark('images',
+                                                    inst['image_ref'])}]},
+        'flavor': _flavor(inst, version, links),
+        'addresses': {},
+        'accessIPv4': '',
+        'accessIPv6': '',
+        'key_name': None,
+        'metadata': metadata(inst),
+        'progress': inst.get('progress_percent') or 0,
+        'config_drive': '',
+        'locked': False,
+        'description': None,
+        'tags': [],
+        'OS-DCF:diskConfig': 'MANUAL',
+        'OS-EXT-AZ:availability_zone': AVAILABILITY_ZONE,
+        'OS-EXT-STS:vm_state': status.shown_vm_state(vm_state, version),
+        'OS-EXT-STS:task_state': task_state,
+        'OS-EXT-STS:power_state': inst['power_state'],
+        'OS-EXT-SRV-ATTR:host': inst['host'],
+        'OS-EXT-SRV-ATTR:hypervisor_hostname': inst['host'],
+        'OS-EXT-SRV-ATTR:instance_name': 'instance-%s' % inst['uuid'],
+        'OS-SRV-USG:launched_at': isotime(inst.get('launched_at')),
+        'OS-SRV-USG:terminated_at': isotime(inst.get('hard_deleted_at')),
+        'host_status': _host_status(inst, host_up),
+        'tristate:task_id': inst['task_id'],
+        'tristate:progress': _progress(inst),
+        'tristate:power_state_name': states.power_state_name(
+            inst['power_state']),
+        'tristate:power_reason': inst.get('power_reason'),
+        'tristate:oper_state': reconcile.oper_state(inst, host_up=host_up),
+        'tristate:ec2_state': status.ec2_state(vm_state, task_state),
+    })
+    if fault is not None:
+        body['fault'] = fault
+    return body
+
+
+def _host_status(inst, host_up):
+    if not inst.get('host'):
+        return ''
+    return 'UP' if host_up else 'DOWN'
+
+
+def fault(entry):
+    """Nova's ``fault`` of an errored server, from its last action log row."""
+    return {'code': 500, 'message': entry.get('message') or '',
+            'created': isotime(entry.get('finished_at')
+                               or entry.get('started_at'))}
+
+
+# --- flavors ---------------------------------------------------------------------
+
+def flavor(flv, links, *, detail=True):
+    body = {'id': flv.name, 'name': flv.name,
+            'links': links.links('flavors', flv.name)}
+    if detail:
+        body.update({
+            'vcpus': flv.vcpus, 'ram': flv.memory_mb, 'disk': flv.disk_gb,
+            'swap': 0, 'OS-FLV-EXT-DATA:ephemeral': 0, 'rxtx_factor': 1.0,
+            'OS-FLV-DISABLED:disabled': False,
+            'os-flavor-access:is_public': True, 'description': None,
+            'extra_specs': {}})
+    return body
+
+
+def flavor_list(conf):
+    return sorted(flavors_mod.parse(conf.conductor.flavors).values(),
+                  key=lambda f: (f.memory_mb, f.vcpus, f.name))
+
+
+# --- hosts (os-hypervisors) -------------------------------------------------------
+
+def hypervisor(host, instances, *, detail=True):
+    """One host, with what its agent reports and what is allocated on it."""
+    mine = [i for i in instances if i.get('host') == host['name']]
+    body = {'id': host['name'], 'hypervisor_hostname': host['name'],
+            'state': 'up' if host['up'] else 'down',
+            'status': 'enabled' if host.get('enabled', True) else 'disabled'}
+    if not detail:
+        return body
+    counts = dict.fromkeys(reconcile.OPER_STATES, 0)
+    for inst in mine:
+        counts[reconcile.oper_state(inst, host_up=host['up'])] += 1
+    body.update({
+        'vcpus': host['vcpus'], 'vcpus_used': host['used_vcpus'],
+        'memory_mb': host['memory_mb'],
+        'memory_mb_used': host['used_memory_mb'],
+        'local_gb': host['disk_gb'], 'local_gb_used': host['used_disk_gb'],
+        'free_ram_mb': host['memory_mb'] - host['used_memory_mb'],
+        'free_disk_gb': host['disk_gb'] - host['used_disk_gb'],
+        'running_vms': len(mine), 'current_workload': 0,
+        'hypervisor_type': 'tristate', 'hypervisor_version': 1,
+        'host_ip': None, 'cpu_info': '{}',
+        'service': {'host': host['name'], 'id': host['name'],
+                    'disabled_reason': host.get('disabled_reason')},
+        'tristate:last_heartbeat': isotime(host.get('last_heartbeat')),
+        'tristate:oper_states': counts,
+    })
+    return body
+
+
+# --- the action log (os-instance-actions) ----------------------------------------
+
+def instance_action(entry, version):
+    return {
+        'action': entry['action'],
+        'instance_uuid': entry['instance_uuid'],
+        'request_id': entry.get('request_id') or entry['task_id'],
+        'user_id': entry.get('user_id'),
+        'project_id': entry.get('project_id'),
+        'start_time': isotime(entry['started_at']),
+        'updated_at': isotime(entry.get('finished_at')
+                              or entry['started_at']),
+        'message': entry.get('message'),
+        'tristate:task_id': entry['task_id'],
+        'tristate:result': entry['result'],
+        'tristate:finish_time': isotime(entry.get('finished_at')),
+        'tristate:vm_state_before': _shown(entry.get('vm_state_before'),
+                                           version),
+        'tristate:vm_state_after': _shown(entry.get('vm_state_after'),
+                                          version),
+    }
+
+
+def _shown(vm_state, version):
+    return vm_state and status.shown_vm_state(vm_state, version)

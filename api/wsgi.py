@@ -1,0 +1,107 @@
+"""The WSGI application: Flask routes behind the authentication middleware.
+
+``create_app(conf, client)`` takes a :class:`conductor.rpcapi.ConductorAPI`
+built *with* ``statedb`` (the API tier has database access and makes the
+hard delete's UPDATE itself, so DELETE works with the bus down). Every
+other request goes to a conductor over RPC.
+
+Per request: the middleware (:mod:`api.auth`) puts the caller's context in
+the environ; for ``/v2.1/...`` the microversion is read from the headers
+(400/406 if bad) and echoed in the response; a route validates the body
+(:mod:`api.schemas`), checks policy (:mod:`api.policy`), calls the
+conductor and renders (:mod:`api.views`); any error becomes Nova's JSON
+fault (:mod:`api.faults`).
+"""
+
+import logging
+import time
+
+import flask
+from werkzeug import exceptions as http_exceptions
+
+from api import auth
+from api import faults
+from api import microversion
+from api import policy as policy_mod
+from api import request
+from api.routes import catalog
+from api.routes import server_actions
+from api.routes import servers
+from api.routes import versions
+
+LOG = logging.getLogger(__name__)
+REQUEST_ID_HEADERS = ('X-OpenStack-Request-ID', 'X-Compute-Request-ID')
+_UNVERSIONED = frozenset({'/', '/v2.1', '/v2.1/'})
+
+
+def create_app(conf, client, *, policy=None):
+    app = flask.Flask('tristate-api')
+    app.json.sort_keys = False
+    app.url_map.strict_slashes = False
+    app.extensions[request.EXTENSION] = request.Services(
+        conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
+    for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp):
+        app.register_blueprint(blueprint)
+    app.before_request(_read_version)
+    app.after_request(_response_headers)
+    app.after_request(_log_request)
+    app.register_error_handler(http_exceptions.HTTPException, _http_error)
+    app.register_error_handler(Exception, _error)
+    app.wsgi_app = auth.wrap(app.wsgi_app, conf)
+    return app
+
+
+def _read_version():
+    flask.g.started = time.monotonic()
+    flask.g.version = None
+    if flask.request.path not in _UNVERSIONED:
+        flask.g.version = microversion.from_headers(flask.request.headers)
+
+
+def _response_headers(response):
+    version = flask.g.get('version')
+    if version is not None:
+        response.headers.update(microversion.response_headers(version))
+    ctx = flask.request.environ.get(auth.ENV_CONTEXT)
+    if ctx is not None:
+        for header in REQUEST_ID_HEADERS:
+            response.headers[header] = ctx.request_id
+    return response
+
+
+def _log_request(response):
+    started = flask.g.get('started')
+    elapsed = time.monotonic() - started if started is not None else 0.0
+    ctx = flask.request.environ.get(auth.ENV_CONTEXT)
+    LOG.info('%s %s %s status: %d time: %.3f', ctx.who if ctx else '-',
+             flask.request.method, flask.request.full_path.rstrip('?'),
+             response.status_code, elapsed)
+    return response
+
+
+def _json_error(code, body):
+    response = flask.jsonify(body)
+    response.status_code = code
+    return response
+
+
+def _http_error(err):
+    """Flask's own errors (no such path, wrong method) as Nova faults."""
+    message = err.description or err.name
+    if err.code == 404:
+        message = 'The resource could not be found: %s' % flask.request.path
+    elif err.code == 405:
+        message = 'The method %s is not allowed for %s' % (
+            flask.request.method, flask.request.path)
+    response = _json_error(err.code, faults.body(err.code, message))
+    if err.code == 405 and hasattr(err, 'valid_methods') and err.valid_methods:
+        response.headers['Allow'] = ', '.join(err.valid_methods)
+    return response
+
+
+def _error(err):
+    code, body = faults.from_exception(err)
+    if code >= 500:
+        LOG.warning('%s %s answered %d: %s', flask.request.method,
+                    flask.request.path, code, body)
+    return _json_error(code, body)

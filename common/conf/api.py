@@ -1,0 +1,61 @@
+"""Options of the ``[api]`` group: the REST API tier (``tristate-api``).
+
+Authorization rules are oslo.policy's (defaults in code, ``api/policy.py``;
+an operator overrides them in ``[oslo_policy] policy_file``).
+"""
+
+from oslo_config import cfg
+
+from common.conf import _group
+
+group = cfg.OptGroup('api', title='REST API',
+                     help='The Nova-compatible REST API tier (tristate-api).')
+
+opts = [
+    cfg.HostAddressOpt('listen', default='0.0.0.0',
+                       help='Address tristate-api listens on. Default: '
+                            '0.0.0.0 (every IPv4 address).'),
+    cfg.PortOpt('port', default=8774,
+                help='TCP port tristate-api listens on. Range 0-65535; '
+                     'default 8774 (Nova\'s); 0 picks a free port (logged).'),
+    cfg.IntOpt('threads', default=16, min=1, max=1024,
+               help='Requests served at once (worker threads of the HTTP '
+                    'server); more wait in the listen queue. Range 1-1024; '
+                    'default 16.'),
+    cfg.StrOpt('auth_strategy', default='keystone',
+               choices=[('keystone', 'Keystone tokens, checked by '
+                                     'keystonemiddleware ([keystone_authtoken])'),
+                        ('noauth', 'trusted networks and tests only: '
+                                   'X-Auth-Token USER:PROJECT, admin when '
+                                   'USER is admin')],
+               help='How requests are authenticated. Default: keystone. '
+                    'tristate-all uses noauth.'),
+    cfg.StrOpt('noauth_default_user', default='',
+               help='With auth_strategy noauth: the user of a request that '
+                    'sends no X-Auth-Token ("admin" makes it an admin). '
+                    'Default: empty, which refuses such requests with 401. '
+                    'tristate-all sets admin.'),
+    cfg.StrOpt('noauth_default_project', default='',
+               help='With auth_strategy noauth: the project of a request '
+                    'that sends no X-Auth-Token. Default: empty, which means '
+                    'the same as noauth_default_user.'),
+    cfg.IntOpt('rpc_timeout', default=30, min=1,
+               help='Seconds the API waits for a conductor to answer a '
+                    'call before answering 503. Range >= 1; default 30.'),
+    cfg.IntOpt('max_limit', default=1000, min=1,
+               help='Most items one list request returns; clients page '
+                    'with limit and marker. Range >= 1; default 1000.'),
+    cfg.StrOpt('link_prefix',
+               help='Base URL put in the links of responses, e.g. '
+                    'https://compute.example.com, when a proxy in front of '
+                    'the API changes it. Default: unset, which means the URL '
+                    'the request came to.'),
+]
+
+
+def register_opts(conf):
+    _group.register(conf, group, opts)
+
+
+def list_opts():
+    return {group: opts}

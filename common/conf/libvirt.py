@@ -1,0 +1,79 @@
+"""Options of the ``[libvirt]`` group: the libvirt virt driver (KVM/QEMU, Xen).
+
+Read by :meth:`compute_agent.virt.libvirt.LibvirtDriver.from_conf` only, with
+``[compute] shutdown_timeout`` for clean shutdowns. Nothing here imports the
+libvirt library.
+"""
+
+from oslo_config import cfg
+
+from common.conf import _group
+
+group = cfg.OptGroup('libvirt', title='Libvirt driver',
+                     help='The libvirt virt driver ([compute] driver = '
+                          'libvirt): which hypervisor, where images and '
+                          'instance disks live, how events are debounced and '
+                          'how a lost connection is re-opened.')
+
+opts = [
+    cfg.StrOpt('connection_uri', default='qemu:///system',
+               help='Libvirt connection URI: qemu:///system (KVM/QEMU), '
+                    'xen:///system (Xen through libxl), or test:///... '
+                    '(libvirt\'s in-process test driver, for demos and '
+                    'tests). test:///default is shared by every connection '
+                    'of a process, so with test_node_per_host each host '
+                    'gets its own node file instead. Default: '
+                    'qemu:///system.'),
+    cfg.StrOpt('virt_type', default='kvm', choices=['kvm', 'qemu', 'xen'],
+               help='Domain XML flavour: kvm (hardware acceleration), qemu '
+                    '(TCG emulation, no /dev/kvm needed) or xen (HVM through '
+                    'libxl; on_poweroff and on_crash are "preserve", so a '
+                    'guest that stopped stays visible until it has been '
+                    'reported). Must match connection_uri. Default: kvm.'),
+    cfg.StrOpt('images_path', default='$state_dir/images',
+               help='Directory of images: an instance\'s image_ref names a '
+                    'file in it (raw or qcow2), and snapshots are written '
+                    'to it under their image name. Default: '
+                    '$state_dir/images.'),
+    cfg.StrOpt('instances_path', default='$state_dir/instances',
+               help='Directory of instance files: one sub-directory per '
+                    'instance uuid (its disk, and the definitions kept for '
+                    'unrescue and resize revert). Its file system\'s size is '
+                    'the disk capacity reported. Default: '
+                    '$state_dir/instances.'),
+    cfg.FloatOpt('event_debounce', default=0.5, min=0.0, max=60.0,
+                 help='Seconds a domain\'s lifecycle events are gathered '
+                      'before its state is read again and reported, so the '
+                      'stop/start pair of a reboot made inside the guest is '
+                      'not reported as a shutdown. Range 0-60; default 0.5; '
+                      '0 reports every event at once.'),
+    cfg.FloatOpt('reconnect_interval_min', default=0.5, min=0.01,
+                 help='Seconds before the first retry of a lost libvirt '
+                      'connection; each further wait doubles up to '
+                      'reconnect_interval_max. Range >= 0.01; default 0.5; '
+                      '0 is not allowed.'),
+    cfg.FloatOpt('reconnect_interval_max', default=30.0, min=0.01,
+                 help='Upper bound in seconds of the wait between two '
+                      'retries of a lost libvirt connection. Range >= 0.01; '
+                      'default 30.'),
+    cfg.FloatOpt('reconnect_timeout', default=60.0, min=0.0,
+                 help='Seconds an operation waits for a lost libvirt '
+                      'connection to come back before it fails (the event '
+                      'watcher keeps retrying in the background). Range '
+                      '>= 0; default 60; 0 means one attempt only.'),
+    cfg.BoolOpt('test_node_per_host', default=True,
+                help='With connection_uri test:///default, write an empty '
+                     'node file per host under instances_path and connect '
+                     'to it, so that several agents in one process do not '
+                     'share domains. The test driver never writes a node '
+                     'file back: a re-opened connection starts from the '
+                     'file again. Default: true.'),
+]
+
+
+def register_opts(conf):
+    _group.register(conf, group, opts)
+
+
+def list_opts():
+    return {group: opts}

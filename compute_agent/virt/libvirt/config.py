@@ -1,0 +1,176 @@
+"""Domain XML, generated from one template per hypervisor type.
+
+``kvm`` and ``qemu`` share :data:`KVM_TEMPLATE` (``qemu`` is TCG: no
+host-passthrough CPU); ``xen`` uses :data:`XEN_TEMPLATE`, an HVM guest
+through libxl whose ``on_poweroff`` and ``on_crash`` are ``preserve``
+(seed 003): a guest that powered itself off or crashed stays defined *and
+active* until the agent has reported it and destroys it
+(:meth:`LibvirtDriver.cleanup_preserved`).
+
+Each domain carries Tristate's view of it in ``<metadata>`` (instance name,
+flavor, image), so resize, rescue and rebuild can regenerate or edit the
+definition without asking the conductor. The domain's libvirt name is
+``tristate-<uuid>``: instance names need not be unique, domain names must.
+"""
+
+import string
+from xml.etree import ElementTree
+from xml.sax.saxutils import escape
+from xml.sax.saxutils import quoteattr
+
+from common.flavors import Flavor
+
+NAMESPACE = 'urn:tristate:instance:1'
+_NS = {'t': NAMESPACE}
+VIRT_TYPES = ('kvm', 'qemu', 'xen')
+PRESERVE = 'preserve'
+
+KVM_TEMPLATE = string.Template("""\
+<domain type='$virt_type'>
+  <name>$domain_name</name>
+  <uuid>$uuid</uuid>
+  <title>$title</title>
+  <metadata>
+$metadata
+  </metadata>
+  <memory unit='MiB'>$memory_mb</memory>
+  <currentMemory unit='MiB'>$memory_mb</currentMemory>
+  <vcpu placement='static'>$vcpus</vcpu>
+  <os>
+    <type arch='$arch'>hvm</type>
+    <boot dev='hd'/>
+  </os>
+  <features><acpi/><apic/></features>
+$cpu
+  <clock offset='utc'/>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>restart</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+$disks
+    <serial type='pty'/>
+    <console type='pty'/>
+    <channel type='unix'>
+      <target type='virtio' name='org.qemu.guest_agent.0'/>
+    </channel>
+    <memballoon model='virtio'/>
+  </devices>
+</domain>
+""")
+
+XEN_TEMPLATE = string.Template("""\
+<domain type='xen'>
+  <name>$domain_name</name>
+  <uuid>$uuid</uuid>
+  <title>$title</title>
+  <metadata>
+$metadata
+  </metadata>
+  <memory unit='MiB'>$memory_mb</memory>
+  <currentMemory unit='MiB'>$memory_mb</currentMemory>
+  <vcpu placement='static'>$vcpus</vcpu>
+  <os>
+    <type arch='$arch' machine='xenfv'>hvm</type>
+    <boot dev='hd'/>
+  </os>
+  <features><acpi/><apic/><pae/></features>
+  <clock offset='utc'/>
+  <on_poweroff>preserve</on_poweroff>
+  <on_reboot>restart</on_reboot>
+  <on_crash>preserve</on_crash>
+  <devices>
+$disks
+    <serial type='pty'/>
+    <console type='pty'/>
+  </devices>
+</domain>
+""")
+
+_DISK = string.Template("""\
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='$fmt'/>
+      <source file=$path/>
+      <target dev='$dev' bus='$bus'/>
+    </disk>""")
+
+_METADATA = string.Template("""\
+    <tristate:instance xmlns:tristate='%s'>
+      <tristate:name>$name</tristate:name>
+      <tristate:flavor name=$flavor_name vcpus='$vcpus' memory_mb='$memory_mb'
+                       disk_gb='$disk_gb'/>
+      <tristate:image ref=$image_ref/>
+    </tristate:instance>""" % NAMESPACE)
+
+# virt_type: (template, disk device prefix, disk bus)
+_FLAVOURS = {
+    'kvm': (KVM_TEMPLATE, 'vd', 'virtio'),
+    'qemu': (KVM_TEMPLATE, 'vd', 'virtio'),
+    'xen': (XEN_TEMPLATE, 'xvd', 'xen'),
+}
+
+
+def domain_name(uuid):
+    return 'tristate-%s' % uuid
+
+
+def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
+               arch='x86_64'):
+    """The domain XML. ``disks``: [(path, format)], the boot disk first."""
+    template, prefix, bus = _FLAVOURS[virt_type]
+    return template.substitute(
+        virt_type=virt_type, domain_name=domain_name(uuid), uuid=uuid,
+        title=escape(name), arch=escape(arch),
+        metadata=_metadata(name, flavor, image_ref),
+        memory_mb=int(flavor.memory_mb), vcpus=int(flavor.vcpus),
+        cpu="  <cpu mode='host-passthrough'/>" if virt_type == 'kvm' else '',
+        disks='\n'.join(_DISK.substitute(fmt=fmt, path=quoteattr(path),
+                                         dev=prefix + chr(ord('a') + i),
+                                         bus=bus)
+                        for i, (path, fmt) in enumerate(disks)))
+
+
+def _metadata(name, flavor, image_ref):
+    return _METADATA.substitute(
+        name=escape(name), flavor_name=quoteattr(flavor.name),
+        vcpus=int(flavor.vcpus), memory_mb=int(flavor.memory_mb),
+        disk_gb=int(flavor.disk_gb), image_ref=quoteattr(image_ref))
+
+
+# --- reading and editing a definition -------------------------------------------
+
+def instance_of(xml):
+    """(name, Flavor, image_ref) from a definition's metadata, or None."""
+    root = ElementTree.fromstring(xml)
+    inst = root.find('metadata/t:instance', _NS)
+    if inst is None:
+        return None
+    fl = inst.find('t:flavor', _NS)
+    flavor = Flavor(fl.get('name'), int(fl.get('vcpus')),
+                    int(fl.get('memory_mb')), int(fl.get('disk_gb')))
+    return (inst.findtext('t:name', '', _NS), flavor,
+            inst.find('t:image', _NS).get('ref'))
+
+
+def lifecycle_actions(xml):
+    """{'on_poweroff': ..., 'on_crash': ...} as the definition says."""
+    root = ElementTree.fromstring(xml)
+    return {tag: (root.findtext(tag) or '').strip()
+            for tag in ('on_poweroff', 'on_crash', 'on_reboot')}
+
+
+def preserves(xml):
+    """Whether a stopped or crashed domain of this definition is kept."""
+    actions = lifecycle_actions(xml)
+    return PRESERVE in (actions['on_poweroff'], actions['on_crash'])
+
+
+def disks_of(xml):
+    """[(path, format)] of the definition's file disks, in order."""
+    root = ElementTree.fromstring(xml)
+    disks = []
+    for disk in root.findall('devices/disk'):
+        source, driver = disk.find('source'), disk.find('driver')
+        if source is not None and source.get('file'):
+            fmt = driver.get('type', 'raw') if driver is not None else 'raw'
+            disks.append((source.get('file'), fmt))
+    return disks

@@ -1,0 +1,203 @@
+"""The ``tristate`` command line end to end, against ``tristate-all``
+started as a separate process (README's two-shell walk-through): create,
+list, a guest shutting itself down behind our back, a denied action, start,
+the action log, hosts, delete."""
+
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from tests.functional.conftest import wait_for
+
+STARTUP_TIMEOUT = 60.0
+COMMAND_TIMEOUT = 60.0
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _command(script, module):
+    """The installed console script, or the same main() through python."""
+    path = pathlib.Path(sys.executable).with_name(script)
+    if path.exists():
+        return [str(path)]
+    return [sys.executable, '-c',
+            'import sys; from %s import main; sys.exit(main())' % module]
+
+
+class AllInOne:
+    """A running ``tristate-all`` and the commands that talk to it."""
+
+    def __init__(self, state_dir):
+        self.state_dir = state_dir
+        self.port = _free_port()
+        self.endpoint = 'http://127.0.0.1:%d' % self.port
+        self.log_path = state_dir / 'tristate-all.log'
+        (state_dir / 'empty.conf').write_text('')
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(('TRISTATE_', 'OS_'))}
+        self.env['TRISTATE_ENDPOINT'] = self.endpoint
+        self.proc = None
+
+    def start(self):
+        with open(self.log_path, 'w') as log:
+            self.proc = subprocess.Popen(
+                _command('tristate-all', 'conductor.cmd.all') + [
+                    '--config-file', str(self.state_dir / 'empty.conf'),
+                    '--hosts', '2', '--state-dir', str(self.state_dir),
+                    '--api-port', str(self.port)],
+                stdout=log, stderr=subprocess.STDOUT, env=self.env)
+        wait_for(self._ready, timeout=STARTUP_TIMEOUT,
+                 what='tristate-all to serve with two hosts up',
+                 show=self.log_tail)
+        return self
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            pytest.fail('tristate-all exited with %s:\n%s'
+                        % (self.proc.returncode, self.log_tail()))
+        try:
+            resp = requests.get(self.endpoint + '/v2.1/os-hypervisors/detail',
+                                timeout=5)
+        except requests.ConnectionError:
+            return False
+        hosts = resp.json().get('hypervisors', []) if resp.ok else []
+        return len([h for h in hosts if h['state'] == 'up']) == 2
+
+    def log_tail(self, lines=40):
+        text = self.log_path.read_text() if self.log_path.exists() else ''
+        return '\n'.join(text.splitlines()[-lines:])
+
+    def stop(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def run(self, *args, ok=True):
+        """``tristate ARGS``; its completed process (exit 0 if ``ok``)."""
+        done = subprocess.run(
+            [sys.executable, '-m', 'api.cli', *args], env=self.env,
+            capture_output=True, text=True, timeout=COMMAND_TIMEOUT,
+            check=False)
+        if ok and done.returncode != 0:
+            pytest.fail('tristate %s exited %d:\n%s\n%s' % (
+                ' '.join(args), done.returncode, done.stdout, done.stderr))
+        return done
+
+    def json(self, *args):
+        return json.loads(self.run(*args, '-f', 'json').stdout)
+
+    def fakevirt(self, *args):
+        return subprocess.run(
+            _command('tristate-fakevirt', 'compute_agent.cmd.fakevirt')
+            + ['--state-dir', str(self.state_dir), *args], env=self.env,
+            capture_output=True, text=True, timeout=COMMAND_TIMEOUT,
+            check=True)
+
+
+@pytest.fixture(scope='module')
+def tristate(tmp_path_factory):
+    plane = AllInOne(tmp_path_factory.mktemp('tristate-all'))
+    try:
+        yield plane.start()
+    finally:
+        plane.stop()
+
+
+def test_the_two_shell_walk_through(tristate):
+    flavors = tristate.json('flavor', 'list')
+    assert [f['Name'] for f in flavors] == ['tiny', 'small', 'medium', 'large']
+
+    web1 = tristate.json('server', 'create', 'web1', '--flavor', 'small',
+                         '--wait')
+    assert (web1['status'], web1['vm_state'], web1['power_state']) == (
+        'ACTIVE', 'active', 'RUNNING')
+    assert web1['oper_state'] == 'running'
+    listed = tristate.json('server', 'list')
+    assert [(s['Name'], s['Status']) for s in listed] == [('web1', 'ACTIVE')]
+    table = tristate.run('server', 'list').stdout
+    assert 'web1' in table and 'ACTIVE' in table and '+--' in table
+
+    # the guest shuts itself down; user_shutdown=stop follows it
+    tristate.fakevirt('guest-shutdown', web1['id'])
+    wait_for(lambda: tristate.json('server', 'show', 'web1')['status']
+             == 'SHUTOFF', what='web1 to be SHUTOFF after the guest shutdown',
+             show=lambda: tristate.json('server', 'show', 'web1'))
+
+    denied = tristate.run('server', 'stop', 'web1', ok=False)
+    assert denied.returncode == 1
+    assert ('Cannot stop instance %s: its vm_state is stopped' % web1['id']
+            in denied.stderr)
+    assert 'HTTP 409' in denied.stderr
+
+    started = tristate.json('server', 'start', 'web1', '--wait')
+    assert (started['status'], started['task_state']) == ('ACTIVE', None)
+
+    log = tristate.json('server', 'actions', 'web1')
+    actions = [entry['Action'] for entry in log]
+    assert actions[0] == 'build' and actions[-1] == 'start'
+    assert all(entry['Result'] == 'success' for entry in log)
+
+    hosts = tristate.json('host', 'list')
+    assert sorted(h['Host'] for h in hosts) == ['host1', 'host2']
+    assert {h['State'] for h in hosts} == {'up'}
+    assert sum(h['Instances'] for h in hosts) == 1
+
+    tristate.run('server', 'delete', 'web1', '--wait')
+    assert tristate.json('server', 'list') == []
+
+
+def test_action_commands_wait_for_the_result(tristate):
+    server = tristate.json('server', 'create', 'acts', '--flavor', 'tiny',
+                           '--crash', 'stop', '--wait')
+    assert server['crash'] == 'stop'
+    # Every action command builds a body the API accepts (unit-tested in
+    # tests/unit/api/test_cli.py); here a few, with their options, for real.
+    steps = [
+        (('reboot', '--hard'), 'ACTIVE'),
+        (('resize', '--flavor', 'small'), 'VERIFY_RESIZE'),
+        (('confirm-resize',), 'ACTIVE'),
+        (('rebuild',), 'ACTIVE'),
+        (('live-migrate',), 'ACTIVE'),
+        (('reset-state', '--state', 'error'), 'ERROR'),
+    ]
+    for args, status in steps:
+        shown = tristate.json('server', args[0], 'acts', *args[1:], '--wait')
+        assert shown['status'] == status, (args, shown)
+    policy = tristate.json('server', 'set-policy', 'acts', '--user-shutdown',
+                           'restart')
+    assert policy['user_shutdown'] == 'restart'
+    tristate.run('server', 'force-delete', 'acts')
+    missing = tristate.run('server', 'show', 'acts', ok=False)
+    assert missing.returncode == 1
+    assert "No server with a name or ID of 'acts' exists." in missing.stderr
+
+
+def test_errors_print_the_api_reason(tristate):
+    bad = tristate.run('server', 'create', 'x', '--flavor', 'enormous',
+                       ok=False)
+    assert bad.returncode == 1
+    assert "unknown flavor 'enormous'" in bad.stderr and 'HTTP 400' in bad.stderr
+    other = tristate.run('--os-token', 'bob:elsewhere', 'host', 'list',
+                         ok=False)
+    assert other.returncode == 1
+    assert 'HTTP 403' in other.stderr
+    nowhere = tristate.run('--os-endpoint', 'http://127.0.0.1:%d'
+                           % _free_port(), 'server', 'list', ok=False)
+    assert nowhere.returncode == 1
+    assert 'Cannot reach the Tristate API' in nowhere.stderr

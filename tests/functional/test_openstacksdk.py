@@ -1,0 +1,100 @@
+"""A real client no one here wrote: openstacksdk, with ``auth_type: none``
+and an endpoint override, over real HTTP against the embedded API (cheroot
+on 127.0.0.1, a free port)."""
+
+import time
+
+import openstack
+import pytest
+from openstack import exceptions as sdk_exceptions
+
+from api import service as api_service
+from tests.functional import api_support
+from tests.functional.conftest import TIMEOUT
+from tests.functional.conftest import set_opts
+from tests.functional.conftest import wait_for
+
+
+@pytest.fixture(scope='module')
+def endpoint(shared_plane):
+    conf = api_support.configure(shared_plane.conf)
+    conf.set_override('use_pending_state', True)
+    set_opts(conf, 'conductor', flavors=list(conf.conductor.flavors)
+             + ['huge:1:100000000:1'])
+    client = api_service.make_client(conf, shared_plane.bus,
+                                     shared_plane.statedb)
+    server = api_service.serve(conf, client, host='127.0.0.1', port=0)
+    yield server.url + '/v2.1'
+    server.stop()
+
+
+@pytest.fixture(scope='module')
+def conn(endpoint):
+    conn = openstack.connect(load_yaml_config=False, load_envvars=False,
+                             auth_type='none', region_name='RegionOne',
+                             compute_endpoint_override=endpoint)
+    yield conn
+    conn.close()
+
+
+def _wait_status(conn, server_id, status):
+    last = {}
+
+    def reached():
+        last['server'] = conn.compute.get_server(server_id)
+        return (last['server'].status == status
+                and last['server'].task_state is None)
+    wait_for(reached, what='server %s to be %s' % (server_id, status),
+             show=lambda: last.get('server') and last['server'].status)
+    return last['server']
+
+
+def test_servers_through_openstacksdk(conn):
+    created = conn.compute.create_server(name='sdk1', flavor_id='tiny',
+                                         image_id='cirros')
+    server = conn.compute.wait_for_server(created, status='ACTIVE',
+                                          wait=TIMEOUT, interval=0.1)
+    assert server.name == 'sdk1'
+    assert server.vm_state == 'active'
+    assert server.power_state == 1
+    assert server.compute_host in ('host1', 'host2')
+    assert server.flavor.original_name == 'tiny'      # 2.47+: embedded
+    assert server.id in [s.id for s in conn.compute.servers()]
+    assert server.id in [s.id for s in conn.compute.servers(details=False)]
+
+    conn.compute.stop_server(server)
+    assert _wait_status(conn, server.id, 'SHUTOFF').vm_state == 'stopped'
+    conn.compute.start_server(server)
+    assert _wait_status(conn, server.id, 'ACTIVE').vm_state == 'active'
+
+    with pytest.raises(sdk_exceptions.ConflictException) as denied:
+        conn.compute.unpause_server(server)
+    assert 'unpause needs vm_state in paused' in str(denied.value)
+
+    conn.compute.delete_server(server)
+    conn.compute.wait_for_delete(server, wait=TIMEOUT, interval=0.1)
+    with pytest.raises(sdk_exceptions.NotFoundException):
+        conn.compute.get_server(server.id)
+
+
+def test_flavors_and_hosts_through_openstacksdk(conn):
+    flavors = {f.name: f for f in conn.compute.flavors()}
+    assert {'tiny', 'small', 'medium', 'large'} <= set(flavors)
+    small = conn.compute.find_flavor('small')
+    assert (small.vcpus, small.ram, small.disk) == (1, 2048, 20)
+    hosts = {h.name: h for h in conn.compute.hypervisors(details=True)}
+    assert set(hosts) == {'host1', 'host2'}
+    assert {h.state for h in hosts.values()} == {'up'}
+
+
+def test_openstacksdk_sees_pending_as_error(conn):
+    """openstacksdk asks for at most 2.100; PENDING came in 2.101."""
+    created = conn.compute.create_server(name='big', flavor_id='huge',
+                                         image_id='cirros')
+    deadline = time.monotonic() + TIMEOUT
+    server = conn.compute.get_server(created.id)
+    while server.task_state is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        server = conn.compute.get_server(created.id)
+    assert (server.status, server.vm_state) == ('ERROR', 'error')
+    conn.compute.delete_server(server)

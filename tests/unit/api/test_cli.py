@@ -1,0 +1,98 @@
+"""The command line's pieces: every action command builds a body the API
+accepts, the client turns API faults into their message, columns format."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from api import actions as api_actions
+from api import schemas
+from api import server as server_mod
+from api.cli import client as client_mod
+from api.cli import columns
+from api.cli import servers
+
+# Arguments that make each action command's required options happy.
+ARGS = {'resize': ['--flavor', 'small'], 'snapshot': ['--name', 's'],
+        'backup': ['--name', 'b', '--rotation', '2'],
+        'set-password': ['--password', 'pw'], 'rebuild': ['--image', 'deb'],
+        'reset-state': ['--state', 'error'], 'reboot': ['--hard'],
+        'rescue': ['--image', 'rescue'], 'live-migrate': ['--host', 'host2']}
+
+
+def _parse(command_class, argv):
+    cmd = command_class(app=None, app_args=None)
+    return cmd.get_parser('tristate test').parse_args(argv)
+
+
+@pytest.mark.parametrize('spec', servers.ACTIONS, ids=lambda s: s.name)
+def test_every_action_command_builds_a_valid_body(spec):
+    args = _parse(servers.action_command(spec),
+                  ['web1'] + ARGS.get(spec.name, []))
+    body = spec.body(args)
+    (key,) = body
+    schemas.validate(api_actions.ACTIONS[key].schema, body[key])
+
+
+def test_the_command_line_offers_every_api_action():
+    offered = {next(iter(spec.body(_parse(servers.action_command(spec),
+                                          ['x'] + ARGS.get(spec.name, [])))))
+               for spec in servers.ACTIONS}
+    assert offered == set(api_actions.ACTIONS)
+
+
+def test_every_command_is_registered():
+    names = set(servers.commands())
+    assert {'server create', 'server list', 'server show', 'server delete',
+            'server actions', 'server stop', 'server reset-state'} <= names
+
+
+def _fault_app(environ, start_response):
+    body = json.dumps({'conflictingRequest': {
+        'code': 409, 'message': 'Cannot stop instance X: it is stopped'}})
+    start_response('409 Conflict', [('Content-Type', 'application/json')])
+    return [body.encode()]
+
+
+def test_api_faults_become_their_message():
+    server = server_mod.ApiServer(_fault_app, port=0, threads=1).start()
+    try:
+        client = client_mod.ApiClient(server.url)
+        assert client.base == server.url + '/v2.1'
+        with pytest.raises(client_mod.ApiError) as err:
+            client.get('/servers')
+        assert str(err.value) == ('Cannot stop instance X: it is stopped '
+                                  '(HTTP 409)')
+        assert err.value.status == 409
+    finally:
+        server.stop()
+
+
+def test_an_unreachable_api_says_where_it_looked():
+    client = client_mod.ApiClient('http://127.0.0.1:9/v2.1', timeout=2)
+    with pytest.raises(client_mod.ApiError) as err:
+        client.get('/servers')
+    assert 'Cannot reach the Tristate API at http://127.0.0.1:9/v2.1' in str(
+        err.value)
+
+
+def test_columns():
+    progress = columns.Progress({'step': 'spawning', 'percent': 40})
+    assert progress.human_readable() == 'spawning 40%'
+    assert columns.Progress(None).human_readable() == ''
+    counts = columns.Counts({'running': 2, 'ADMIN_down': 0, 'ERROR_up': 1})
+    assert counts.human_readable() == 'running=2, ERROR_up=1'
+    usage = columns.Usage((3, 16))
+    assert usage.human_readable() == '3/16'
+    assert usage.machine_readable() == {'used': 3, 'total': 16}
+
+
+def test_help_lists_the_commands():
+    done = subprocess.run([sys.executable, '-m', 'api.cli'],
+                          capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    for name in ('server create', 'server stop', 'host list', 'flavor list'):
+        assert name in done.stdout

@@ -1,0 +1,80 @@
+"""Request bodies are checked against JSON schemas; a 400 names the field."""
+
+import pytest
+
+from api import actions
+from api import schemas
+from common import exception
+
+
+def _error(schema, body):
+    with pytest.raises(exception.Invalid) as err:
+        schemas.validate(schema, body)
+    assert err.value.code == 400
+    return err.value.message
+
+
+def test_a_good_create_body_passes():
+    body = {'server': {'name': 'web1', 'flavorRef': 'small',
+                       'imageRef': 'cirros', 'networks': 'auto',
+                       'metadata': {'tristate:crash': 'stop'}}}
+    assert schemas.validate(schemas.CREATE_SERVER, body) is body
+
+
+@pytest.mark.parametrize('server, field', [
+    ({'name': 'x', 'imageRef': 'i'}, 'server.flavorRef'),
+    ({'name': ' x', 'flavorRef': 'f', 'imageRef': 'i'}, 'server.name'),
+    ({'name': 'x', 'flavorRef': 'f', 'imageRef': 'i', 'max_count': 2},
+     'server.max_count'),
+    ({'name': 'x', 'flavorRef': 'f', 'imageRef': 'i', 'volume': 1},
+     'server.volume'),
+])
+def test_the_field_is_named(server, field):
+    text = _error(schemas.CREATE_SERVER, {'server': server})
+    assert text.startswith('Invalid input for field/attribute %s.' % field)
+
+
+def test_unexpected_properties_list_the_allowed_ones():
+    text = _error(schemas.CREATE_SERVER, {'server': {
+        'name': 'x', 'flavorRef': 'f', 'imageRef': 'i',
+        'metadata': {'color': 'red'}}})
+    assert 'server.metadata.color' in text
+    assert 'allowed: tristate:crash, tristate:user_shutdown' in text
+
+
+def test_a_bad_policy_value_lists_the_allowed_ones():
+    text = _error(schemas.set_metadata_item('tristate:crash'),
+                  {'meta': {'tristate:crash': 'boom'}})
+    assert "'boom' is not one of ['restart', 'stop', 'error']" in text
+
+
+@pytest.mark.parametrize('key, body', [
+    ('os-stop', None), ('os-stop', {}), ('reboot', {'type': 'soft'}),
+    ('rebuild', {'imageRef': 'x', 'description': None}),
+    ('rescue', None), ('rescue', {'rescue_image_ref': 'r'}),
+    ('resize', {'flavorRef': 2}),
+    ('createBackup', {'name': 'b', 'backup_type': 'weekly',
+                      'rotation': '3'}),
+    ('os-migrateLive', {'host': None, 'block_migration': 'auto'}),
+    ('os-resetState', {'state': 'error'}),
+])
+def test_action_bodies(key, body):
+    schemas.validate(actions.ACTIONS[key].schema, body)
+
+
+@pytest.mark.parametrize('key, body, params', [
+    ('reboot', {'type': 'hard'}, ('reboot_hard', {})),
+    ('reboot', {'type': 'SOFT'}, ('reboot', {})),
+    ('rebuild', {'imageRef': 'http://g/images/deb'},
+     ('rebuild', {'image_ref': 'deb'})),
+    ('resize', {'flavorRef': 'medium'}, ('resize', {'flavor': 'medium'})),
+    ('createBackup', {'name': 'b', 'backup_type': 'd', 'rotation': '3'},
+     ('backup', {'image_name': 'b', 'rotation': 3})),
+    ('os-migrateLive', {'host': None}, ('live_migrate', {})),
+    ('os-migrateLive', {'host': 'h2'}, ('live_migrate', {'host': 'h2'})),
+    ('rescue', None, ('rescue', {})),
+    ('changePassword', {'adminPass': 'p'},
+     ('set_password', {'password': 'p'})),
+])
+def test_action_parameters(key, body, params):
+    assert actions.ACTIONS[key].resolve(body) == params
