@@ -10,5 +10,5 @@ conductor's RPC API (``tristate-api``), and the ``tristate`` command line.
 * :mod:`api.cli`: the ``tristate`` command line, an HTTP client of the API.
 
 Nothing here imports at package import time: the compute agents may import
-:mod:`api.sdnotify` without the API's dependencies installed.
+:mod:`common.sdnotify` without the API's dependencies installed.
 """

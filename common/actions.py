@@ -167,7 +167,8 @@ ROWS = (
     # Only for instances with no task running, in one conditional UPDATE.
     Row('reconcile', frozenset({vm.ACTIVE, vm.RESCUED, vm.PAUSED,
                                 vm.SUSPENDED}), None, vm.STOPPED),
-    Row('reconcile', _ALL - {vm.HARD_DELETED, vm.ERROR}, None, vm.ERROR),
+    Row('reconcile', frozenset({vm.ACTIVE, vm.RESCUED, vm.STOPPED, vm.PAUSED,
+                                vm.SUSPENDED, vm.RESIZED}), None, vm.ERROR),
 )
 
 

@@ -62,6 +62,10 @@ class InvalidState(Invalid):
     msg_fmt = ('Invalid %(field)s %(value)r: expected one of %(expected)s')
 
 
+class InvalidPowerState(Invalid, ValueError):
+    msg_fmt = ('Unknown power_state %(value)r: expected one of %(expected)s')
+
+
 class NotFound(TristateError):
     msg_fmt = 'Resource could not be found.'
     code = 404
@@ -125,8 +129,8 @@ class NoValidHost(TristateError):
 
 
 class HostCapacityExceeded(Conflict):
-    msg_fmt = ('Host %(host)s has no room for %(vcpus)s vCPUs, %(memory_mb)s '
-               'MiB RAM and %(disk_gb)s GiB disk.')
+    msg_fmt = ('Host %(host)s is disabled or has no room for %(vcpus)s vCPUs, '
+               '%(memory_mb)s MiB RAM and %(disk_gb)s GiB disk.')
 
 
 class DBUnavailable(TristateError):

@@ -45,8 +45,8 @@ def normalize_power_state(value):
     Obsolete names and numbers (BLOCKED, SHUTOFF, FAILED) are mapped to their
     current meaning. Anything else raises ``ValueError`` naming what is accepted.
     """
-    if isinstance(value, bool):
-        raise ValueError('power_state must be a number or a name, not a boolean')
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        _bad_power_state(value)
     key = value.upper() if isinstance(value, str) else value
     if key in POWER_STATES:
         return key
@@ -54,10 +54,15 @@ def normalize_power_state(value):
         return _POWER_BY_NAME[key]
     if key in _OBSOLETE_POWER:
         return _OBSOLETE_POWER[key]
+    _bad_power_state(value)
+
+
+def _bad_power_state(value):
+    from common import exception
     accepted = sorted(_POWER_BY_NAME) + ['BLOCKED', 'SHUTOFF', 'FAILED']
-    raise ValueError('unknown power_state %r: expected one of %s or their '
-                     'numbers %s' % (value, ', '.join(accepted),
-                                     sorted(POWER_STATES)))
+    raise exception.InvalidPowerState(
+        value=value, expected='%s or their numbers %s' % (
+            ', '.join(accepted), sorted(POWER_STATES)))
 
 
 def power_state_name(value):

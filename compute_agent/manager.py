@@ -75,16 +75,15 @@ class AgentManager:
                                 rolled_back=False,
                                 power=self._power(uuid, action))
         return self._report(ctx, 'task_finished', uuid,
-                            power=self._power(uuid, action))
+                            power=self._power(uuid, action),
+                            values=tasks.result_values(action, params))
 
     def _power(self, uuid, action):
         if action in tasks.LEAVES_HOST:
             return None
-        info = self.driver.get_domain(uuid)
-        if info is None:
-            return {'uuid': uuid, 'power_state': 0, 'reason': None,
-                    'seq': reporter_mod.next_seq()}
-        return reporter_mod.report_of(info)
+        # Read and numbered under the reporter's lock: never older than a
+        # report numbered after it.
+        return reporter_mod.read_domain(self.driver, uuid)
 
     def _report(self, ctx, method, uuid, **kwargs):
         """Send a task's result until a conductor records it."""

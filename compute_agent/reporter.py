@@ -16,6 +16,7 @@ import time
 
 from common import context as tcontext
 from common import states
+from compute_agent.virt.driver import DomainInfo
 
 LOG = logging.getLogger(__name__)
 
@@ -33,8 +34,31 @@ def next_seq():
 
 
 def report_of(info):
+    """A power report numbered now; see :func:`read_reports` for why
+    reading and numbering go together."""
     return {'uuid': info.uuid, 'power_state': info.power_state,
             'reason': info.reason, 'seq': next_seq()}
+
+
+_read_lock = threading.Lock()
+
+
+def read_reports(read):
+    """Call ``read()`` (it returns DomainInfos) and number what it returns,
+    both under one lock: a report read later always has the larger seq, so
+    a read that raced a change can never overwrite a newer one (in the
+    queue below or in the database)."""
+    with _read_lock:
+        return [report_of(info) for info in read()]
+
+
+def read_domain(driver, uuid):
+    """The current report of one domain (NOSTATE when it is gone)."""
+    def read():
+        info = driver.get_domain(uuid)
+        return [info if info is not None
+                else DomainInfo(uuid, states.power.NOSTATE, None)]
+    return read_reports(read)[0]
 
 
 class Reporter:
@@ -80,17 +104,22 @@ class Reporter:
     # --- power ---------------------------------------------------------------
 
     def domain_changed(self, info):
-        """Driver callback: queue the new state and send it at once."""
-        with self._pending_lock:
-            self._pending[info.uuid] = report_of(info)
+        """Driver callback: queue the domain's state, read again now (the
+        event may be stale), and send it at once."""
+        self._queue([read_domain(self.driver, info.uuid)])
         self._wake.set()
 
     def full_report(self):
-        reports = [report_of(info) for info in self.driver.list_domains()]
+        self._queue(read_reports(self.driver.list_domains))
+        return self.flush(full=True)
+
+    def _queue(self, reports):
+        """Keep the newest report per domain until it is sent."""
         with self._pending_lock:
             for report in reports:
-                self._pending[report['uuid']] = report
-        return self.flush(full=True)
+                queued = self._pending.get(report['uuid'])
+                if queued is None or queued['seq'] < report['seq']:
+                    self._pending[report['uuid']] = report
 
     def flush(self, *, full=False):
         """Send every queued report; keep them if the conductor is away."""

@@ -31,6 +31,13 @@ def _stop(agent, inst, params):
                            timeout=agent.conf.compute.shutdown_timeout)
 
 
+def _unrescue(agent, inst, params):
+    agent.driver.unrescue(inst['uuid'])
+    if inst.get('return_vm_state') == states.vm.STOPPED:
+        # rescued from STOPPED: leave it as the user had it
+        _stop(agent, inst, params)
+
+
 def _resize(agent, inst, params):
     agent.progress(inst, step=states.step.RESIZE_PREP)
     agent.progress(inst, step=states.step.RESIZE_MIGRATING)
@@ -62,7 +69,7 @@ HANDLERS = {
     'resume': _simple('resume'),
     'rescue': lambda agent, inst, params: agent.driver.rescue(
         inst['uuid'], image_ref=params['image_ref']),
-    'unrescue': _simple('unrescue'),
+    'unrescue': _unrescue,
     'resize': _resize,
     'confirm_resize': _simple('confirm_resize'),
     'revert_resize': _simple('revert_resize'),
@@ -75,6 +82,14 @@ HANDLERS = {
     'set_password': lambda agent, inst, params: agent.driver.set_password(
         inst['uuid'], password=params['password']),
 }
+
+def result_values(action, params):
+    """What a finished task tells the conductor besides power: the image a
+    rebuild used."""
+    if action == 'rebuild' and params.get('image_ref'):
+        return {'image_ref': params['image_ref']}
+    return {}
+
 
 # Tasks after which the domain is no longer on this host.
 LEAVES_HOST = frozenset({'live_migrate'})

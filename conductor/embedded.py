@@ -17,6 +17,25 @@ from conductor import service as conductor_service
 
 LOG = logging.getLogger(__name__)
 MEMORY_URL = 'kombu+memory:////'
+POLL_SECONDS = 0.001
+
+
+class _FixedPollingInterval:
+    """kombu's memory transport polls its queues every ``polling_interval``
+    seconds; oslo.messaging sets it to 0 ("to speed up tests"), so every
+    idle consumer spins a core. This pins it to one millisecond."""
+
+    def __get__(self, obj, owner=None):
+        return POLL_SECONDS
+
+    def __set__(self, obj, value):
+        pass
+
+
+def tune_memory_transport():
+    """Make the in-memory bus poll, not spin (idempotent)."""
+    import kombu.transport.memory
+    kombu.transport.memory.Transport.polling_interval = _FixedPollingInterval()
 
 
 class Embedded:
@@ -46,6 +65,7 @@ class Embedded:
             self.conf.set_override('heartbeat_timeout_threshold', 0,
                                    group='oslo_messaging_rabbit')
             logging.getLogger('kombu.connection').setLevel(logging.ERROR)
+            tune_memory_transport()
         self.bus = rpc.Bus(self.conf, url=self.url)
         self.conductor = conductor_service.ConductorService(
             self.conf, self.bus, self.statedb, host='conductor')

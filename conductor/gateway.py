@@ -18,7 +18,7 @@ LOG = logging.getLogger(__name__)
 
 _SHOWN = ('uuid', 'name', 'project_id', 'user_id', 'host', 'flavor_name',
           'vcpus', 'memory_mb', 'disk_gb', 'image_ref', 'vm_state',
-          'task_state', 'task_id', 'power_state')
+          'return_vm_state', 'task_state', 'task_id', 'power_state')
 
 
 def check_owner(ctx, inst):
@@ -29,10 +29,10 @@ def check_owner(ctx, inst):
 
 
 def hard_delete_local(statedb, ctx, instance_uuid):
-    """The hard delete's UPDATE, for a caller with database access."""
+    """The hard delete's UPDATE, for a caller with database access.
+    Returns ``(before, after)``."""
     check_owner(ctx, statedb.get_instance(instance_uuid))
-    _before, after = statedb.hard_delete(ctx, instance_uuid)
-    return after
+    return statedb.hard_delete(ctx, instance_uuid)
 
 
 def payload(inst, **extra):

@@ -38,10 +38,12 @@ class ConductorManager:
         return self.flows.delete(ctx, instance_uuid)
 
     @_expected
-    def instance_deleted(self, ctx, instance_uuid):
+    def instance_deleted(self, ctx, instance_uuid, old_vm_state=None,
+                         old_task_state=None):
         """A client deleted in the database itself; notify and clean up."""
         inst = self.db.get_instance(instance_uuid)
-        self.gateway.notify_deleted(ctx, {}, inst)
+        self.gateway.notify_deleted(ctx, {'vm_state': old_vm_state,
+                                          'task_state': old_task_state}, inst)
         self.flows.request_destroy(ctx, inst)
 
     @_expected
@@ -92,7 +94,7 @@ class ConductorManager:
     @_expected
     def task_finished(self, ctx, host, instance_uuid, power, values):
         self.results.finished(ctx, host=host, instance_uuid=instance_uuid,
-                              power=power)
+                              power=power, values=values)
 
     @_expected
     def task_failed(self, ctx, host, instance_uuid, error, rolled_back, power):

@@ -52,10 +52,12 @@ class Results:
         self.gateway.progress(ctx, instance_uuid, host=host, step=step,
                               percent=percent)
 
-    def finished(self, ctx, *, host, instance_uuid, power):
+    def finished(self, ctx, *, host, instance_uuid, power, values=None):
+        """``values`` the agent sends are only hints (a rebuild's image);
+        everything else the conductor derives itself."""
         inst = self.db.get_instance(instance_uuid)
         action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
-        values = self._values_on_success(inst, action)
+        values = self._values_on_success(inst, action, values or {})
         after = self.gateway.finish(ctx, instance_uuid, host=host,
                                     values=values, power=power,
                                     settle=_ON_SUCCESS.get(action, []))
@@ -66,12 +68,14 @@ class Results:
             self.reconciler.consider(self.db.get_instance(instance_uuid))
         return after
 
-    def _values_on_success(self, inst, action):
+    def _values_on_success(self, inst, action, values):
         allocs = {a['purpose']: a for a in
                   self.db.list_allocations(instance_uuid=inst['uuid'])}
         if action in ('build', 'rebuild') and inst['vm_state'] in (
                 states.vm.INITIALIZED, states.vm.PENDING):
             return {'launched_at': self.db.clock()}
+        if action == 'rebuild' and values.get('image_ref'):
+            return {'image_ref': values['image_ref']}
         if action == 'resize' and 'resize' in allocs:
             return self._flavor_values(allocs['resize'])
         if action == 'revert_resize' and 'instance' in allocs:

@@ -57,12 +57,15 @@ class ConductorAPI:
             return self._call(ctx, 'delete_instance',
                               instance_uuid=instance_uuid)
         from conductor import gateway
-        after = gateway.hard_delete_local(self.statedb, ctx, instance_uuid)
+        before, after = gateway.hard_delete_local(self.statedb, ctx,
+                                                  instance_uuid)
         try:
             # retry=0: a cast retries forever by default, which would hold
             # the delete until the broker is back.
-            self.client.prepare(retry=0).cast(ctx, 'instance_deleted',
-                                              instance_uuid=instance_uuid)
+            self.client.prepare(retry=0).cast(
+                ctx, 'instance_deleted', instance_uuid=instance_uuid,
+                old_vm_state=before['vm_state'],
+                old_task_state=before['task_state'])
         except Exception:        # bus down: the agent's report cleans up later
             gateway.LOG.warning('Could not request cleanup of deleted '
                                 'instance %s; the next power report will',

@@ -10,7 +10,7 @@ systemd it is ready once it listens (``Type=notify``).
 
 import logging
 
-from api import sdnotify
+from common import sdnotify
 from api import service as api_service
 from common import rpc
 from common import service

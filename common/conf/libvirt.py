@@ -30,6 +30,13 @@ opts = [
                     'libxl; on_poweroff and on_crash are "preserve", so a '
                     'guest that stopped stays visible until it has been '
                     'reported). Must match connection_uri. Default: kvm.'),
+    cfg.StrOpt('cpu_mode', default='host-model',
+               choices=['host-model', 'host-passthrough', 'none'],
+               help='Guest CPU of the kvm flavour: host-model (a model like '
+                    'the host\'s, migratable), host-passthrough (the host\'s '
+                    'CPU as it is), or none (the hypervisor\'s default '
+                    'model; nested KVM hosts may refuse the other two). '
+                    'Ignored for qemu (TCG) and xen. Default: host-model.'),
     cfg.StrOpt('images_path', default='$state_dir/images',
                help='Directory of images: an instance\'s image_ref names a '
                     'file in it (raw or qcow2), and snapshots are written '

@@ -150,7 +150,7 @@ class StateDB:
         task_id = task_id or new_uuid()
         row = TABLE.row('build', vm.INITIALIZED)
         now = self.clock()
-        record = dict(values, uuid=values.get('uuid') or new_uuid(),
+        record = dict(values, uuid=new_uuid(),
                       vm_state=vm.INITIALIZED, task_id=task_id,
                       task_state=row.task_state, task_action='build',
                       task_started_at=now, task_updated_at=now,
@@ -309,7 +309,7 @@ class StateDB:
             if new_state != inst['vm_state']:
                 values['soft_deleted_at'] = (
                     now if new_state == vm.SOFT_DELETED else None)
-            if power is not None and power['seq'] > inst['power_seq']:
+            if power is not None and int(power['seq']) > inst['power_seq']:
                 values.update(self._power_values(power, now))
             res = conn.execute(sa.update(I).where(
                 I.c.uuid == instance_uuid,
@@ -462,7 +462,7 @@ class StateDB:
     def _power_values(power, now):
         return {'power_state': states.normalize_power_state(power['power_state']),
                 'power_reason': power.get('reason'),
-                'power_seq': power['seq'], 'power_reported_at': now}
+                'power_seq': int(power['seq']), 'power_reported_at': now}
 
     def store_power_report(self, instance_uuid, *, host, state, seq,
                            reason=None):

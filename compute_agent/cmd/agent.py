@@ -4,6 +4,7 @@
 """
 
 from common import rpc
+from common import sdnotify
 from common import service
 from compute_agent import service as agent_service
 
@@ -13,9 +14,12 @@ def main(argv=None):
     bus = rpc.Bus(conf)
     agent = agent_service.AgentService(conf, bus)
     agent.start()
+    sdnotify.ready('compute agent %s (%s driver)' % (agent.host,
+                                                    agent.driver.name))
     try:
         service.wait_for_signal()
     finally:
+        sdnotify.stopping()
         agent.stop()
         bus.cleanup()
     return 0

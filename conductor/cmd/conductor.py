@@ -6,6 +6,7 @@
 import logging
 
 from common import rpc
+from common import sdnotify
 from common import service
 from conductor import service as conductor_service
 
@@ -18,9 +19,12 @@ def main(argv=None):
     bus = rpc.Bus(conf)
     conductor = conductor_service.ConductorService(conf, bus, statedb)
     conductor.start()
+    sdnotify.ready('conductor %s on topic %s' % (conductor.host,
+                                                 conf.conductor.topic))
     try:
         service.wait_for_signal()
     finally:
+        sdnotify.stopping()
         conductor.stop()
         bus.cleanup()
     return 0

@@ -13,7 +13,13 @@ stays active), so the preserve/cleanup path is tested at the driver level
 XML builds, runs and reports a guest shutdown end to end.
 """
 
+import glob
 import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
 import time
 import uuid as uuidlib
 
@@ -197,3 +203,160 @@ def test_a_guest_shutdown_is_reported_with_reason_guest(start_plane, ctx,
                                                            'guest')
     assert 'stop' not in actions_of(plane, uuid)
     assert drv.cleanup_preserved() == []       # nothing preserved is active
+
+
+# --- a real hypervisor, when the machine has one ------------------------------
+
+REAL_URI_ENV = 'TRISTATE_TEST_LIBVIRT_URI'
+
+
+@pytest.fixture
+def real_dir():
+    """A directory QEMU (running as libvirt-qemu) can reach: pytest's
+    tmp_path is inside a 0700 directory of root."""
+    path = tempfile.mkdtemp(prefix='tristate-qemu-')
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_smoke_on_a_real_hypervisor(conf, real_dir, ctx):
+    """qemu:///system with TCG, a guest with no OS (SeaBIOS finds nothing
+    to boot, and ignores the ACPI power button): start, stop (the clean
+    shutdown times out, then destroy), and a destroy behind the plane's
+    back reported with reason host. Skipped, with the reason, unless
+    TRISTATE_TEST_LIBVIRT_URI names a running libvirtd (e.g.
+    qemu:///system; Debian's libvirt-daemon-system and qemu-system-x86,
+    libvirtd and virtlogd started, /dev/kvm group kvm mode 0660)."""
+    uri = os.environ.get(REAL_URI_ENV)
+    if not uri:
+        pytest.skip('%s is not set: no real hypervisor to smoke-test (e.g. '
+                    '%s=qemu:///system)' % (REAL_URI_ENV, REAL_URI_ENV))
+    images = os.path.join(real_dir, 'images')
+    os.mkdir(images)
+    with open(os.path.join(images, 'blank'), 'wb') as f:
+        f.truncate(1024 * 1024)
+    drv = LibvirtDriver(uri=uri, virt_type='qemu', images_path=images,
+                        instances_path=os.path.join(real_dir, 'instances'),
+                        event_debounce=0.2, shutdown_timeout=1)
+    drv.init_host(HOST)
+    conf.set_override('shutdown_timeout', 1, group='compute')
+    plane = embedded.Embedded(conf, hosts=0, url='kombu+memory:////',
+                              periodic_jobs=False).start()
+    uuid = None
+    try:
+        plane.start_agent(HOST, driver=drv)
+        inst = plane.client.create_instance(ctx, name='smoke', flavor='tiny',
+                                            image_ref='blank')
+        uuid = inst['uuid']
+        inst = idle(plane, uuid)
+        assert (inst['vm_state'], inst['power_state']) == (
+            vm.ACTIVE, power.RUNNING), summary(inst)
+        plane.client.run_action(ctx, uuid, 'stop', {})
+        inst = idle(plane, uuid)
+        assert (inst['vm_state'], inst['power_state'], inst['power_reason']
+                ) == (vm.STOPPED, power.SHUTDOWN, None), summary(inst)
+        plane.client.run_action(ctx, uuid, 'start', {})
+        assert idle(plane, uuid)['power_state'] == power.RUNNING
+        drv.connection.get().lookupByUUIDString(uuid).destroy()
+        inst = wait_instance(plane, uuid, lambda i: i['power_state']
+                             == power.SHUTDOWN, 'the destroy reported')
+        assert inst['power_reason'] == 'host', summary(inst)
+    finally:
+        if uuid is not None:
+            drv.destroy(uuid)
+        plane.stop()
+
+
+def _tiny_guest(directory):
+    """(kernel, initrd) of a guest that powers itself off at once: Debian's
+    cloud kernel and an initramfs of busybox-static whose init runs
+    ``poweroff -f``. Skips, with the reason, when apt cannot fetch them."""
+    packages = [_kernel_package(), 'busybox-static']
+    done = subprocess.run(['apt-get', 'download', '-qq', *packages],
+                          cwd=directory, capture_output=True, text=True,
+                          check=False)
+    debs = glob.glob(os.path.join(directory, '*.deb'))
+    if done.returncode != 0 or len(debs) != 2:
+        pytest.skip('cannot fetch %s with apt-get download: %s'
+                    % (' and '.join(packages), done.stderr.strip()))
+    for deb in debs:
+        subprocess.run('dpkg-deb --fsys-tarfile %s | tar -x -C %s'
+                       % (shlex.quote(deb), shlex.quote(directory)),
+                       shell=True, check=True)
+    root = os.path.join(directory, 'root')
+    os.makedirs(os.path.join(root, 'bin'))
+    busybox = os.path.join(root, 'bin', 'busybox')
+    shutil.copy(os.path.join(directory, 'bin', 'busybox'), busybox)
+    with open(os.path.join(root, 'init'), 'w') as f:
+        f.write('#!/bin/busybox sh\n/bin/busybox poweroff -f\n')
+    os.chmod(os.path.join(root, 'init'), 0o755)
+    initrd = os.path.join(directory, 'initrd.gz')
+    subprocess.run('find . | %s cpio -o -H newc | gzip -1 > %s'
+                   % (shlex.quote(busybox), shlex.quote(initrd)),
+                   shell=True, check=True, cwd=root, capture_output=True)
+    [kernel] = glob.glob(os.path.join(directory, 'boot', 'vmlinuz-*'))
+    for path in (kernel, initrd):
+        os.chmod(path, 0o644)
+    return kernel, initrd
+
+
+def _kernel_package():
+    """The versioned image package linux-image-cloud-amd64 depends on."""
+    depends = subprocess.run(['apt-cache', 'depends',
+                              'linux-image-cloud-amd64'],
+                             capture_output=True, text=True,
+                             check=False).stdout
+    for line in depends.splitlines():
+        name = line.strip().partition('Depends: ')[2]
+        if name.startswith('linux-image-'):
+            return name
+    return 'linux-image-cloud-amd64'
+
+
+def test_a_real_guest_that_powers_itself_off_is_reason_guest(real_dir):
+    """The true guest-initiated shutdown: QEMU's SHUTDOWN event (guest) and
+    then SHUTOFF_SHUTDOWN, through the driver's watch. At the driver level:
+    the guest boots a kernel, which instances built from images do not."""
+    uri = os.environ.get(REAL_URI_ENV)
+    if not uri:
+        pytest.skip('%s is not set: no real hypervisor to boot a guest on'
+                    % REAL_URI_ENV)
+    kernel, initrd = _tiny_guest(real_dir)
+    drv = LibvirtDriver(uri=uri, virt_type='qemu', images_path=real_dir,
+                        instances_path=os.path.join(real_dir, 'instances'),
+                        event_debounce=0.2)
+    drv.init_host(HOST)
+    reports = []
+    done = threading.Event()
+
+    def seen(info):
+        reports.append(info)
+        if info.power_state == power.SHUTDOWN:
+            done.set()
+    drv.watch(seen)
+    uuid = str(uuidlib.uuid4())
+    dom = drv.connection.get().defineXML(TINY_GUEST % (
+        uuid, uuid, kernel, initrd))
+    try:
+        dom.create()
+        assert done.wait(120), reports     # TCG boots it in about 10 s
+        assert (reports[-1].power_state, reports[-1].reason) == (
+            power.SHUTDOWN, 'guest'), reports
+        info = drv.get_domain(uuid)
+        assert (info.power_state, info.reason) == (power.SHUTDOWN, 'guest')
+    finally:
+        drv.destroy(uuid)
+        drv.cleanup_host()
+
+
+TINY_GUEST = """<domain type='qemu'>
+  <name>tristate-smoke-%s</name><uuid>%s</uuid>
+  <memory unit='MiB'>128</memory><vcpu>1</vcpu>
+  <os><type arch='x86_64'>hvm</type><kernel>%s</kernel><initrd>%s</initrd>
+    <cmdline>console=ttyS0 quiet panic=-1</cmdline></os>
+  <features><acpi/></features>
+  <on_poweroff>destroy</on_poweroff><on_crash>destroy</on_crash>
+  <devices><serial type='pty'/><console type='pty'/></devices>
+</domain>
+"""

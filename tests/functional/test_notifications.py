@@ -174,3 +174,12 @@ def test_a_hard_delete_is_notified(plane, collector, ctx):
                 and e['data']['vm_state'] == vm.HARD_DELETED]
     assert (update['data']['task_state'], update['data']['host']) == (
         None, inst['host'])
+
+
+def test_a_hard_delete_is_notified_with_the_old_states(plane, collector, ctx):
+    inst = active(plane, ctx)
+    plane.client.delete_instance(ctx, inst['uuid'])
+
+    events = collector.wait(inst['uuid'], 'instance.delete.end')
+
+    assert _updates(events)[-1] == (vm.ACTIVE, None, vm.HARD_DELETED, None)

@@ -1,11 +1,12 @@
 """Domain XML, generated from one template per hypervisor type.
 
-``kvm`` and ``qemu`` share :data:`KVM_TEMPLATE` (``qemu`` is TCG: no
-host-passthrough CPU); ``xen`` uses :data:`XEN_TEMPLATE`, an HVM guest
-through libxl whose ``on_poweroff`` and ``on_crash`` are ``preserve``
-(seed 003): a guest that powered itself off or crashed stays defined *and
-active* until the agent has reported it and destroys it
-(:meth:`LibvirtDriver.cleanup_preserved`).
+``kvm`` and ``qemu`` share :data:`KVM_TEMPLATE` (``qemu`` is TCG: no host
+CPU model; ``kvm`` takes ``cpu_mode``: host-model, host-passthrough, or none
+for the hypervisor's default model, which nested KVM hosts may need);
+``xen`` uses :data:`XEN_TEMPLATE`, an HVM guest through libxl whose
+``on_poweroff`` and ``on_crash`` are ``preserve`` (seed 003): a guest that
+powered itself off or crashed stays defined *and active* until the agent
+has reported it and destroys it (:mod:`.preserve`).
 
 Each domain carries Tristate's view of it in ``<metadata>`` (instance name,
 flavor, image), so resize, rescue and rebuild can regenerate or edit the
@@ -23,6 +24,7 @@ from common.flavors import Flavor
 NAMESPACE = 'urn:tristate:instance:1'
 _NS = {'t': NAMESPACE}
 VIRT_TYPES = ('kvm', 'qemu', 'xen')
+CPU_MODES = ('host-model', 'host-passthrough', 'none')
 PRESERVE = 'preserve'
 
 KVM_TEMPLATE = string.Template("""\
@@ -114,7 +116,7 @@ def domain_name(uuid):
 
 
 def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
-               arch='x86_64'):
+               arch='x86_64', cpu_mode='host-model'):
     """The domain XML. ``disks``: [(path, format)], the boot disk first."""
     template, prefix, bus = _FLAVOURS[virt_type]
     return template.substitute(
@@ -122,7 +124,8 @@ def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
         title=escape(name), arch=escape(arch),
         metadata=_metadata(name, flavor, image_ref),
         memory_mb=int(flavor.memory_mb), vcpus=int(flavor.vcpus),
-        cpu="  <cpu mode='host-passthrough'/>" if virt_type == 'kvm' else '',
+        cpu=("  <cpu mode='%s'/>" % cpu_mode
+             if virt_type == 'kvm' and cpu_mode != 'none' else ''),
         disks='\n'.join(_DISK.substitute(fmt=fmt, path=quoteattr(path),
                                          dev=prefix + chr(ord('a') + i),
                                          bus=bus)

@@ -61,7 +61,7 @@ class DetourOps:
             virt_type=self.virt_type, uuid=dom.UUIDString(), name=name,
             flavor=flavor or old_flavor, image_ref=image_ref or old_image,
             disks=disks if disks is not None else config.disks_of(xml),
-            arch=self.arch)
+            arch=self.arch, cpu_mode=self.cpu_mode)
 
     def _roll_back(self, dom, xml, was_running, what, err):
         """Put definition ``xml`` back, running as before; always raises."""

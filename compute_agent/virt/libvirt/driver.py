@@ -88,12 +88,17 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                  images_path, instances_path, event_debounce=0.5,
                  shutdown_timeout=60, reconnect_interval_min=0.5,
                  reconnect_interval_max=30.0, reconnect_timeout=60.0,
-                 test_node_per_host=True, poll_interval=0.2):
-        if virt_type not in config.VIRT_TYPES:
-            raise ValueError('virt_type %r: expected one of %s'
-                             % (virt_type, ', '.join(config.VIRT_TYPES)))
+                 test_node_per_host=True, cpu_mode='host-model',
+                 poll_interval=0.2):
+        for what, value, allowed in (('virt_type', virt_type,
+                                      config.VIRT_TYPES),
+                                     ('cpu_mode', cpu_mode, config.CPU_MODES)):
+            if value not in allowed:
+                raise ValueError('%s %r: expected one of %s'
+                                 % (what, value, ', '.join(allowed)))
         self.uri = uri
         self.virt_type = virt_type
+        self.cpu_mode = cpu_mode
         self.images_path = images_path
         self.instances_path = instances_path
         self.event_debounce = event_debounce
@@ -125,7 +130,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                    reconnect_interval_min=group.reconnect_interval_min,
                    reconnect_interval_max=group.reconnect_interval_max,
                    reconnect_timeout=group.reconnect_timeout,
-                   test_node_per_host=group.test_node_per_host)
+                   test_node_per_host=group.test_node_per_host,
+                   cpu_mode=group.cpu_mode)
 
     # --- setting up and down ---------------------------------------------------
 
@@ -141,7 +147,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
             per_host=self.test_node_per_host)
         self.watcher = events.DomainWatcher(
             read=self._read_info, debounce=self.event_debounce,
-            delivered=self._mark_reported, name='libvirt-%s' % host)
+            delivered=self._mark_reported, busy=self._book.is_busy,
+            name='libvirt-%s' % host)
         self.connection = connection_mod.Connection(
             uri, on_open=[self._on_open], **self._reconnect)
         self.arch = self.connection.run(lambda conn: conn.getInfo()[0])
@@ -342,7 +349,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
             dom = conn.defineXML(config.domain_xml(
                 virt_type=self.virt_type, uuid=uuid, name=name,
                 flavor=flavor, image_ref=image_ref, arch=self.arch,
-                disks=[(files.disk, fmt)]))
+                cpu_mode=self.cpu_mode, disks=[(files.disk, fmt)]))
             self._start(dom)
         except BaseException:
             self._forget_domain(dom)

@@ -13,6 +13,9 @@
     (a stale event: Nova bug 1468431);
   - dropped if it is what was last delivered (the stop/start pair of a
     reboot made inside the guest nets out to nothing);
+  - read again later while the driver's own operation on the domain runs
+    (``busy``): its intermediate states (QEMU starts a domain paused) are
+    not worth reporting, its end state is;
   - otherwise given to every callback.
 
   A callback that raises gets the same report again later (backoff up to
@@ -72,9 +75,10 @@ class DomainWatcher:
     every callback took.
     """
 
-    def __init__(self, *, read, debounce, delivered=None, retry_max=5.0,
-                 name='libvirt'):
+    def __init__(self, *, read, debounce, delivered=None, busy=None,
+                 retry_max=5.0, name='libvirt'):
         self.read = read
+        self.busy = busy or (lambda uuid: False)
         self.debounce = debounce
         self.retry_max = retry_max
         self.callbacks = []
@@ -155,6 +159,8 @@ class DomainWatcher:
     def _handle(self, uuid, entry):
         if entry.info is not None:               # a failed delivery, again
             return self._deliver(uuid, entry, entry.info, entry.callbacks)
+        if self.busy(uuid):
+            return self._later(uuid, entry)
         info = self.read(uuid)
         if entry.claimed is not None and info.power_state != entry.claimed:
             LOG.debug('Dropping a stale event of %s: it claimed power %s, '
@@ -188,6 +194,14 @@ class DomainWatcher:
         if self._delivered_hook is not None:
             self._delivered_hook(info)
         return None
+
+    def _later(self, uuid, entry):
+        with self._cond:
+            if uuid not in self._pending:    # else a newer event is there
+                self._pending[uuid] = _Pending(
+                    time.monotonic() + max(self.debounce, 0.05),
+                    entry.claimed)
+                self._cond.notify()
 
     def _retry(self, uuid, entry, info, callbacks):
         delay = min(0.1 * 2 ** entry.attempt, self.retry_max)

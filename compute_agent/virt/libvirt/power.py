@@ -63,6 +63,7 @@ REASONS = {
     libvirt.VIR_DOMAIN_CRASHED: {},                       # always crashed
     libvirt.VIR_DOMAIN_PAUSED: {
         libvirt.VIR_DOMAIN_PAUSED_USER: HOST,            # paused from outside
+        libvirt.VIR_DOMAIN_PAUSED_STARTING_UP: None,     # QEMU starts paused
         libvirt.VIR_DOMAIN_PAUSED_CRASHED: CRASHED,
     },
     libvirt.VIR_DOMAIN_PMSUSPENDED: {0: GUEST},          # the guest's own S3
@@ -153,6 +154,10 @@ class ReasonBook:
                     del self._busy[uuid]
                 else:
                     self._busy[uuid] -= 1
+
+    def is_busy(self, uuid):
+        with self._lock:
+            return uuid in self._busy
 
     def saw_event(self, uuid, event, detail):
         """Note who asked for a shutdown (QEMU's SHUTDOWN event detail); a

@@ -141,3 +141,17 @@ def test_no_debounce_reports_each_change(make_driver, recorder, debounce):
     uuid = spawn(drv, recorder)
     behind_back(drv, uuid).suspend()
     recorder.wait_for(uuid, power.PAUSED, 'host')
+
+
+def test_states_passed_during_the_drivers_own_operation_wait_for_its_end(
+        make_driver, recorder):
+    drv = make_driver()
+    drv.watch(recorder)
+    uuid, marker = spawn(drv, recorder), spawn(drv, recorder)
+    mark = recorder.mark()
+    with drv._book.busy(uuid):          # as while an operation runs on it
+        behind_back(drv, uuid).suspend()
+        behind_back(drv, marker).destroy()
+        recorder.wait_for(marker, power.SHUTDOWN, 'host', since=mark)
+        assert recorder.infos_of(uuid, mark) == []
+    recorder.wait_for(uuid, power.PAUSED, 'host', since=mark)

@@ -144,4 +144,11 @@ def test_running_has_no_reason_and_every_reason_is_known():
     assert power_map.reason_of(libvirt.VIR_DOMAIN_RUNNING, 1) is None
     from common import states
     for table in power_map.REASONS.values():
-        assert set(table.values()) <= set(states.POWER_REASONS)
+        assert set(table.values()) <= set(states.POWER_REASONS) | {None}
+
+
+def test_qemu_starting_a_domain_paused_is_no_reason():
+    assert power_map.reason_of(libvirt.VIR_DOMAIN_PAUSED,
+                               libvirt.VIR_DOMAIN_PAUSED_STARTING_UP) is None
+    assert power_map.reason_of(libvirt.VIR_DOMAIN_PAUSED,
+                               libvirt.VIR_DOMAIN_PAUSED_CRASHED) == 'crashed'

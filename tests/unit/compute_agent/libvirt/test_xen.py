@@ -45,11 +45,11 @@ def test_the_kvm_flavour_does_not_preserve():
                             flavor=TINY, image_ref='cirros',
                             disks=[('/d', 'raw')])
     assert not config.preserves(xml)
-    assert "<cpu mode='host-passthrough'/>" in xml
+    assert "<cpu mode='host-model'/>" in xml
     tcg = config.domain_xml(virt_type='qemu', uuid=new_uuid(), name='vm',
                             flavor=TINY, image_ref='cirros',
                             disks=[('/d', 'raw')])
-    assert "<domain type='qemu'" in tcg and 'host-passthrough' not in tcg
+    assert "<domain type='qemu'" in tcg and '<cpu' not in tcg
 
 
 def test_cleanup_destroys_only_preserved_domains_already_reported(

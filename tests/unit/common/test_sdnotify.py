@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from api import sdnotify
+from common import sdnotify
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ serves, ``STOPPING=1`` when it begins to stop and ``STATUS=...`` for
 ``systemctl status``. Without ``NOTIFY_SOCKET`` (not under systemd) every
 call does nothing, so daemons call these unconditionally::
 
-    from api import sdnotify
+    from common import sdnotify
     service.start()
     sdnotify.ready('serving on %s' % url)
     ...
