@@ -238,8 +238,9 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         natural = power_map.reason_of(state, code)
         if natural == power_map.SAVED and not dom.hasManagedSaveImage(0):
             natural = power_map.HOST          # the saved image was discarded
-        return DomainInfo(uuid, power_state,
-                          self._book.reason(uuid, power_state, natural))
+        return DomainInfo(uuid, power_state, self._book.reason(
+            uuid, power_state, natural,
+            shutting_down=state == libvirt.VIR_DOMAIN_SHUTDOWN))
 
     def watch(self, callback):
         """``callback(DomainInfo)`` after each debounced lifecycle change."""

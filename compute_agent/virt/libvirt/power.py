@@ -9,7 +9,9 @@ The mapping is data (:data:`POWER`, :data:`REASONS`, :data:`EVENT_POWER`);
 * a preserved Xen domain destroyed by the cleanup keeps the reason it was
   reported with (``guest``, ``crashed``), not the ``host`` of the destroy;
 * a ``SHUTDOWN`` lifecycle event says whether the guest or the host asked
-  (QEMU's detail): the later ``SHUTOFF_SHUTDOWN`` takes that reason;
+  (QEMU's detail): the domain's SHUTDOWN state (QEMU keeps the process a
+  moment after the guest powered off) and the ``SHUTOFF_SHUTDOWN`` after
+  it take that reason;
 * once the host is shutting down, every ``guest`` shutdown is ``host``.
 
 An expectation holds while the domain stays in the power_state it was made
@@ -170,8 +172,10 @@ class ReasonBook:
             elif event == libvirt.VIR_DOMAIN_EVENT_STARTED:
                 self._shutdown_by.pop(uuid, None)
 
-    def reason(self, uuid, power_state, natural):
-        """The reason to report for a domain read as (power_state, natural)."""
+    def reason(self, uuid, power_state, natural, *, shutting_down=False):
+        """The reason to report for a domain read as (power_state,
+        natural); ``shutting_down``: libvirt's state is SHUTDOWN (a shutdown
+        in progress), whose own reason code says nothing of who asked."""
         with self._lock:
             entry = self._override.get(uuid)
             if entry is not None:
@@ -179,8 +183,8 @@ class ReasonBook:
                     return entry[1]
                 if uuid not in self._busy:
                     del self._override[uuid]
-            if natural == GUEST:
-                natural = self._shutdown_by.get(uuid, GUEST)
+            if natural == GUEST or shutting_down:
+                natural = self._shutdown_by.get(uuid, natural)
             if natural == GUEST and self.host_shutting_down:
                 return HOST
             return natural
