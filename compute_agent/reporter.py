@@ -106,6 +106,7 @@ class Reporter:
     def domain_changed(self, info):
         """Driver callback: queue the domain's state, read again now (the
         event may be stale), and send it at once."""
+        LOG.warning('DBG %s event %s %s', self.host, info.uuid[:8], info.power_state)
         self._queue([read_domain(self.driver, info.uuid)])
         self._wake.set()
 
@@ -127,6 +128,7 @@ class Reporter:
             batch = list(self._pending.values())
         if not batch and not full:
             return True
+        LOG.warning('DBG %s sends %s', self.host, [(r['uuid'][:8], r['power_state'], r['seq']) for r in batch])
         try:
             answer = self.conductor.power_report(self.ctx, host=self.host,
                                                  reports=batch, full=full)
