@@ -25,7 +25,8 @@ def load_driver(conf, host):
 
 class AgentService:
     """One compute agent. It has no database access: everything goes
-    through the conductor's RPC API."""
+    through the conductor's RPC API. A ``driver`` passed in must already
+    have had its ``init_host`` called."""
 
     def __init__(self, conf, bus, *, host=None, driver=None):
         self.host = host or conf.host
@@ -48,6 +49,13 @@ class AgentService:
         self.reporter.start()
         LOG.info('Compute agent %s started (%s driver)', self.host,
                  self.driver.name)
+
+    def host_shutting_down(self):
+        """The machine is going down: guests stopped from now on are
+        reported as stopped by the host, and a full report goes out first."""
+        LOG.info('Host %s is shutting down', self.host)
+        self.driver.host_shutting_down()
+        self.reporter.full_report()
 
     def stop(self):
         self.manager.stop()

@@ -3,10 +3,24 @@
     tristate-compute-agent --config-file /etc/tristate/tristate.conf
 """
 
+import subprocess
+
 from common import rpc
 from common import sdnotify
 from common import service
 from compute_agent import service as agent_service
+
+
+def _machine_stopping():
+    """True when systemd is shutting the machine down (the unit is ordered
+    Before=libvirt-guests.service, so this runs before guests are stopped)."""
+    try:
+        out = subprocess.run(['systemctl', 'is-system-running'],
+                             capture_output=True, text=True, timeout=5,
+                             check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out == 'stopping'
 
 
 def main(argv=None):
@@ -18,6 +32,8 @@ def main(argv=None):
                                                     agent.driver.name))
     try:
         service.wait_for_signal()
+        if _machine_stopping():
+            agent.host_shutting_down()
     finally:
         sdnotify.stopping()
         agent.stop()

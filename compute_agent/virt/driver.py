@@ -96,6 +96,10 @@ class ComputeDriver(abc.ABC):
         Drivers that cannot watch do nothing: the periodic report covers them.
         """
 
+    def host_shutting_down(self):  # noqa: B027 (optional hook)
+        """The machine is shutting down: from now on, guests that stop were
+        stopped by the host (reason ``host``), not by themselves."""
+
     def cleanup_preserved(self):
         """Destroy domains kept after shutting down (Xen ``preserve``) once
         they have been reported. Returns the uuids destroyed."""

@@ -14,6 +14,7 @@ and runs until Ctrl-C.
 """
 
 import logging
+import os
 import sys
 import time
 
@@ -33,6 +34,12 @@ CLI_OPTS = [
     cfg.StrOpt('state-dir', dest='cli_state_dir', metavar='DIR',
                help='Directory for the SQLite database and the fake hosts '
                     '(default: [DEFAULT] state_dir, ~/.tristate).'),
+    cfg.StrOpt('driver', dest='cli_driver', choices=['fake', 'libvirt'],
+               help='Virt driver of the agents (default: [compute] driver, '
+                    'fake).'),
+    cfg.StrOpt('libvirt-uri', dest='cli_libvirt_uri', metavar='URI',
+               help='libvirt connection URI with --driver libvirt, e.g. '
+                    'test:///default (each host gets its own node file).'),
     cfg.BoolOpt('demo', default=False,
                 help='Run a short demonstration, print it, and exit.'),
     cfg.PortOpt('api-port', dest='cli_api_port', default=8774,
@@ -67,7 +74,8 @@ def run_demo(plane):
     client = plane.client
     ctx = tcontext.RequestContext(user_id='demo', project_id='demo')
     _wait_for_hosts(plane)
-    print('Building three instances on %d fake hosts:' % len(plane.host_names))
+    print('Building three instances on %d hosts (%s driver):' % (
+        len(plane.host_names), plane.conf.compute.driver))
     insts = []
     for name, flavor in (('web1', 'small'), ('web2', 'small'), ('db1', 'medium')):
         started = time.monotonic()
@@ -126,6 +134,26 @@ def _wait_for_hosts(plane, timeout=10.0):
         time.sleep(0.02)
 
 
+DEMO_IMAGES = ('debian-12',)
+
+
+def _choose_driver(conf):
+    if conf.cli_driver:
+        conf.set_override('driver', conf.cli_driver, group='compute')
+    if conf.cli_libvirt_uri:
+        conf.set_override('connection_uri', conf.cli_libvirt_uri,
+                          group='libvirt')
+    if (conf.compute.driver == 'libvirt'
+            and conf.libvirt.connection_uri.startswith('test:')):
+        # libvirt's test driver boots nothing: an empty file per image the
+        # demo uses is enough for the driver to find it.
+        os.makedirs(conf.libvirt.images_path, exist_ok=True)
+        for image in DEMO_IMAGES:
+            path = os.path.join(conf.libvirt.images_path, image)
+            if not os.path.exists(path):
+                open(path, 'wb').close()
+
+
 def main(argv=None):
     conf = service.prepare(argv, cli_opts=CLI_OPTS,
                            description='The whole Tristate control plane in '
@@ -134,6 +162,7 @@ def main(argv=None):
         conf.set_override('state_dir', conf.cli_state_dir)
     if conf.transport_url in (None, 'rabbit://'):     # the library's default
         conf.set_override('transport_url', embedded.MEMORY_URL)
+    _choose_driver(conf)
     plane = embedded.Embedded(conf, hosts=conf.hosts).start()
     api_server = None
     try:
