@@ -17,6 +17,7 @@ OWNER = 'rule:admin_or_owner'
 ANYONE = ''
 
 SERVERS = 'tristate:servers:%s'
+LEASES = 'tristate:leases:%s'
 
 
 def _rule(name, check, description, *operations):
@@ -76,7 +77,26 @@ def list_rules():
         _rule('tristate:hypervisors:index', ADMIN,
               'List hosts with capacity, usage and up/down.',
               ('GET', '/os-hypervisors/detail')),
-    ] + _action_rules()
+    ] + _action_rules() + _lease_rules()
+
+
+def _lease_rules():
+    """Leases (Blazar's defaults): a project reserves hosts for itself."""
+    return [
+        _rule(LEASES % 'index', ANYONE, 'List the project\'s leases.',
+              ('GET', '/leases')),
+        _rule(LEASES % 'index:all_projects', ADMIN,
+              'List the leases of every project (all_projects).',
+              ('GET', '/leases?all_projects=1')),
+        _rule(LEASES % 'show', OWNER, 'Show a lease.',
+              ('GET', '/leases/{lease_id}')),
+        _rule(LEASES % 'create', ANYONE, 'Reserve hosts: create a lease.',
+              ('POST', '/leases')),
+        _rule(LEASES % 'update', OWNER, 'Change a lease\'s dates, name or '
+              'on_end.', ('PUT', '/leases/{lease_id}')),
+        _rule(LEASES % 'delete', OWNER, 'Delete a lease (an active one '
+              'ends first).', ('DELETE', '/leases/{lease_id}')),
+    ]
 
 
 class Policy:

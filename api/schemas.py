@@ -40,6 +40,21 @@ _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
                    'accessIPv4', 'accessIPv6', 'return_reservation_id',
                    'tags', 'hostname')
 
+# A lease's reservation to build on (``reservation`` is Blazar's name);
+# other hints are accepted and ignored.
+RESERVATION_ID = {'type': 'string', 'minLength': 1, 'maxLength': 36}
+SCHEDULER_HINTS = {'type': 'object',
+                   'properties': {'reservation_id': RESERVATION_ID,
+                                  'reservation': RESERVATION_ID}}
+
+
+def reservation_hint(body):
+    """The reservation a validated POST /servers body asks for, or None."""
+    hints = (body.get('os:scheduler_hints')
+             or body.get('OS-SCH-HNT:scheduler_hints') or {})
+    return hints.get('reservation_id') or hints.get('reservation')
+
+
 CREATE_SERVER = _object(
     ['server'],
     server=_object(
@@ -47,8 +62,8 @@ CREATE_SERVER = _object(
         name=NAME, flavorRef=REF, imageRef=IMAGE_REF, metadata=METADATA,
         min_count={'enum': [1, '1']}, max_count={'enum': [1, '1']},
         **dict.fromkeys(_IGNORED_CREATE, ANYTHING)),
-    **{'os:scheduler_hints': {'type': 'object'},
-       'OS-SCH-HNT:scheduler_hints': {'type': 'object'}})
+    **{'os:scheduler_hints': SCHEDULER_HINTS,
+       'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})
 
 REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
                                           'Hard', 'hard']})

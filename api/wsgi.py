@@ -22,9 +22,11 @@ from werkzeug import exceptions as http_exceptions
 from api import auth
 from api import faults
 from api import microversion
+from api import ops
 from api import policy as policy_mod
 from api import request
 from api.routes import catalog
+from api.routes import leases
 from api.routes import server_actions
 from api.routes import servers
 from api.routes import versions
@@ -40,14 +42,16 @@ def create_app(conf, client, *, policy=None):
     app.url_map.strict_slashes = False
     app.extensions[request.EXTENSION] = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
-    for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp):
+    for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
+                      leases.bp):
         app.register_blueprint(blueprint)
     app.before_request(_read_version)
     app.after_request(_response_headers)
     app.after_request(_log_request)
     app.register_error_handler(http_exceptions.HTTPException, _http_error)
     app.register_error_handler(Exception, _error)
-    app.wsgi_app = auth.wrap(app.wsgi_app, conf)
+    app.wsgi_app = ops.wrap(auth.wrap(app.wsgi_app, conf), conf,
+                            getattr(client, 'statedb', None))
     return app
 
 

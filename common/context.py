@@ -4,6 +4,13 @@ Built on oslo.context and extended with ``task_id`` (DESIGN.md section 3): the
 id claimed for the task travels inside the context of every RPC message of
 that task, and every write the task makes is guarded by it. ``to_dict`` and
 ``from_dict`` round-trip every field, so a context survives the bus intact.
+
+Log lines: :data:`LOG_CONTEXT_FORMAT` (oslo.log's default plus the task_id)
+is the default of ``logging_context_format_string`` in every daemon, so a
+line logged while a context is current (the API's request, an RPC message,
+a task the gateway claimed or ended) carries the request_id, the task_id
+and, for a task, ``[instance: UUID]``: one grep follows a task from the API
+through the conductor to the agent. oslo.context masks the auth token.
 """
 
 import copy
@@ -11,6 +18,17 @@ import copy
 from oslo_context import context as oslo_context
 
 SYSTEM_USER = 'tristate-system'
+LOG_CONTEXT_FORMAT = (
+    '%(asctime)s.%(msecs)03d %(process)d %(levelname)s %(name)s '
+    '[%(global_request_id)s %(request_id)s %(user_identity)s] '
+    '[task: %(task_id)s] %(instance)s%(message)s')
+
+
+def set_log_defaults():
+    """Make :data:`LOG_CONTEXT_FORMAT` oslo.log's default (before parsing
+    the configuration; a config file can still set its own)."""
+    from oslo_log import log as oslo_log
+    oslo_log.set_defaults(logging_context_format_string=LOG_CONTEXT_FORMAT)
 
 
 class RequestContext(oslo_context.RequestContext):
@@ -28,6 +46,11 @@ class RequestContext(oslo_context.RequestContext):
             'user_name': self.user_name,
             'project_name': self.project_name,
         })
+        return values
+
+    def get_logging_values(self):
+        values = super().get_logging_values()
+        values['task_id'] = self.task_id or '-'
         return values
 
     @classmethod

@@ -133,6 +133,25 @@ class HostCapacityExceeded(Conflict):
                '%(memory_mb)s MiB RAM and %(disk_gb)s GiB disk.')
 
 
+class LeaseNotFound(NotFound):
+    msg_fmt = 'Lease %(lease)s could not be found.'
+
+
+class LeaseActionNotAllowed(Conflict):
+    """The lease tables (common/leases.py) deny the change: says why."""
+
+    msg_fmt = 'Cannot %(action)s lease %(lease)s: %(reason)s.'
+
+
+class NotEnoughHosts(Conflict):
+    msg_fmt = 'Not enough hosts for lease %(lease)s: %(reason)s.'
+
+
+class LeaseEventPreempted(Conflict):
+    msg_fmt = ('The %(event_type)s run of lease %(lease)s was preempted: '
+               '%(reason)s.')
+
+
 class DBUnavailable(TristateError):
     msg_fmt = ('The database is unavailable after %(attempts)d attempts over '
                '%(seconds).1f s: %(reason)s')

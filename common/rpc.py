@@ -60,7 +60,9 @@ class ContextSerializer(messaging.Serializer):
         return ctxt.to_dict()
 
     def deserialize_context(self, ctxt):
-        return tcontext.RequestContext.from_dict(ctxt)
+        ctx = tcontext.RequestContext.from_dict(ctxt)
+        ctx.update_store()      # this thread's log lines carry its ids
+        return ctx
 
 
 class Bus:

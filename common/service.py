@@ -8,12 +8,14 @@ import threading
 from oslo_log import log as oslo_log
 
 from common import conf as tconf
+from common import context as tcontext
 from common import rpc
 
 
 def prepare(argv, *, conf=None, cli_opts=(), description=None):
     """Register options, parse ``argv`` and config files, set up logging."""
     conf = conf or tconf.CONF
+    tcontext.set_log_defaults()
     oslo_log.register_options(conf)
     rpc.register_opts(conf)
     for opt in cli_opts:

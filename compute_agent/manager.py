@@ -11,6 +11,7 @@ import logging
 import time
 
 from common import exception
+from common import metrics
 from common import rpc
 from compute_agent import reporter as reporter_mod
 from compute_agent import rpcapi
@@ -43,6 +44,7 @@ class AgentManager:
 
     def run_task(self, ctx, instance, action, params):
         handler = tasks.HANDLERS.get(action)
+        LOG.info('Running %s', action)      # the context names task, instance
         self.journal.add(ctx.task_id, instance['uuid'], action)
         try:
             self._run(ctx, instance, action, params, handler)
@@ -131,7 +133,7 @@ class _TaskView:
     """What a task handler sees: the driver, the config, and progress()."""
 
     def __init__(self, manager, ctx):
-        self.driver = manager.driver
+        self.driver = metrics.TimedDriver(manager.driver, manager.host)
         self.conf = manager.conf
         self._manager = manager
         self._ctx = ctx

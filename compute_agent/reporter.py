@@ -15,6 +15,7 @@ import threading
 import time
 
 from common import context as tcontext
+from common import metrics
 from common import states
 from compute_agent.virt.driver import DomainInfo
 
@@ -50,6 +51,15 @@ def read_reports(read):
     queue below or in the database)."""
     with _read_lock:
         return [report_of(info) for info in read()]
+
+
+def read_all(driver):
+    """Every domain of the host, numbered, and the seq the read was made
+    at: the conductor takes an instance placed on the host that the read
+    did not find as gone (NOSTATE) at that seq."""
+    with _read_lock:
+        seq = next_seq()
+        return seq, [report_of(info) for info in driver.list_domains()]
 
 
 def read_domain(driver, uuid):
@@ -94,7 +104,9 @@ class Reporter:
                                      lost_tasks=self._lost_tasks)
         except Exception as err:
             LOG.warning('Heartbeat of %s not delivered: %s', self.host, err)
+            metrics.agent_report(self.host, 'heartbeat', False)
             return False
+        metrics.agent_report(self.host, 'heartbeat', True)
         if self._lost_tasks:
             LOG.info('Reported %d task(s) lost by the previous run of %s',
                      len(self._lost_tasks), self.host)
@@ -106,13 +118,14 @@ class Reporter:
     def domain_changed(self, info):
         """Driver callback: queue the domain's state, read again now (the
         event may be stale), and send it at once."""
-        LOG.warning('DBG %s event %s %s', self.host, info.uuid[:8], info.power_state)
+        metrics.AGENT_EVENTS.labels(self.host).inc()
         self._queue([read_domain(self.driver, info.uuid)])
         self._wake.set()
 
     def full_report(self):
-        self._queue(read_reports(self.driver.list_domains))
-        return self.flush(full=True)
+        seq, reports = read_all(self.driver)
+        self._queue(reports)
+        return self.flush(full=seq)
 
     def _queue(self, reports):
         """Keep the newest report per domain until it is sent."""
@@ -123,19 +136,21 @@ class Reporter:
                     self._pending[report['uuid']] = report
 
     def flush(self, *, full=False):
-        """Send every queued report; keep them if the conductor is away."""
+        """Send every queued report; keep them if the conductor is away.
+        ``full``: the seq of a read of every domain (see :func:`read_all`)."""
         with self._pending_lock:
             batch = list(self._pending.values())
         if not batch and not full:
             return True
-        LOG.warning('DBG %s sends %s', self.host, [(r['uuid'][:8], r['power_state'], r['seq']) for r in batch])
         try:
             answer = self.conductor.power_report(self.ctx, host=self.host,
                                                  reports=batch, full=full)
         except Exception as err:
             LOG.warning('Power report of %s not delivered, kept for the '
                         'next try: %s', self.host, err)
+            metrics.agent_report(self.host, 'power', False)
             return False
+        metrics.agent_report(self.host, 'power', True)
         with self._pending_lock:
             for report in batch:
                 if self._pending.get(report['uuid']) is report:

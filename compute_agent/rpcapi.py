@@ -9,6 +9,9 @@ Version history:
 * 1.0 - Initial version: run_task, destroy_domain.
 """
 
+from common import metrics
+from common import rpc
+
 VERSION = '1.0'
 
 
@@ -20,11 +23,16 @@ class ComputeAPI:
     def run_task(self, ctx, *, host, instance, action, params=None):
         """Run one task of the action table on ``host``; results come back
         as task_progress/task_finished/task_failed calls."""
-        self.client.prepare(server=host).cast(
-            ctx, 'run_task', instance=instance, action=action,
-            params=params or {})
+        self._cast(ctx, host, 'run_task', instance=instance, action=action,
+                   params=params or {})
 
     def destroy_domain(self, ctx, *, host, instance_uuid):
         """Destroy a domain whose instance is gone (best effort)."""
-        self.client.prepare(server=host).cast(
-            ctx, 'destroy_domain', instance_uuid=instance_uuid)
+        self._cast(ctx, host, 'destroy_domain', instance_uuid=instance_uuid)
+
+    def _cast(self, ctx, host, method, **kwargs):
+        try:
+            self.client.prepare(server=host).cast(ctx, method, **kwargs)
+        except rpc.MessagingException as err:
+            metrics.rpc_error(method, err)
+            raise

@@ -73,7 +73,8 @@ class Flows:
 
     # --- create and build -----------------------------------------------------
 
-    def create(self, ctx, *, name, flavor, image_ref, policies):
+    def create(self, ctx, *, name, flavor, image_ref, policies,
+               reservation_id=None):
         if not isinstance(name, str) or not name.strip() or len(name) > 255:
             raise exception.Invalid(reason='name must be 1-255 characters, '
                                     'got %r' % (name,))
@@ -93,14 +94,17 @@ class Flows:
                                          self.conf.conductor.default_crash),
         }
         inst, task_ctx = self.gateway.create(ctx, values)
-        self._build(task_ctx, inst, chosen, 'build', {})
+        self._build(task_ctx, inst, chosen, 'build', {},
+                    reservation_id=reservation_id)
         return self.db.get_instance(inst['uuid'])
 
-    def _build(self, task_ctx, inst, flavor, action, params):
+    def _build(self, task_ctx, inst, flavor, action, params,
+               reservation_id=None):
         uuid = inst['uuid']
         try:
             self.gateway.progress(task_ctx, uuid, step=states.step.SCHEDULING)
-            host = self.scheduler.select_and_allocate(task_ctx, uuid, flavor)
+            host = self.scheduler.select_and_allocate(
+                task_ctx, uuid, flavor, reservation_id=reservation_id)
         except exception.NoValidHost as err:
             self.gateway.bury(task_ctx, uuid, reason=err.message,
                               use_pending=self.conf.use_pending_state)

@@ -11,6 +11,7 @@ import logging
 
 from common import actions
 from common import exception
+from common import metrics
 
 TABLE = actions.TABLE
 
@@ -32,7 +33,9 @@ def hard_delete_local(statedb, ctx, instance_uuid):
     """The hard delete's UPDATE, for a caller with database access.
     Returns ``(before, after)``."""
     check_owner(ctx, statedb.get_instance(instance_uuid))
-    return statedb.hard_delete(ctx, instance_uuid)
+    before, after = statedb.hard_delete(ctx, instance_uuid)
+    metrics.task_ended(before, after, 'preempted')
+    return before, after
 
 
 def payload(inst, **extra):
@@ -59,6 +62,7 @@ class TaskGateway:
                                    old_task_state=before.get('task_state')))
 
     def _notify_action(self, ctx, action, phase, inst, **extra):
+        _trace(ctx, inst)
         event = 'instance.%s.%s' % (action, phase)
         send = self.notifier.error if phase == 'error' else self.notifier.info
         send(ctx, event, 'InstanceActionPayload', payload(inst, **extra))
@@ -71,6 +75,7 @@ class TaskGateway:
         task_ctx = ctx.for_task(inst['task_id'])
         self._notify_update(task_ctx, {}, inst)
         self._notify_action(task_ctx, 'build', 'start', inst)
+        metrics.task_started('build')
         return inst, task_ctx
 
     def claim(self, ctx, instance_uuid, action):
@@ -85,6 +90,7 @@ class TaskGateway:
     def notify_claimed(self, task_ctx, before, inst, action):
         self._notify_update(task_ctx, before, inst)
         self._notify_action(task_ctx, action, 'start', inst)
+        metrics.task_started(action)
 
     # --- during and at the end ---------------------------------------------------
 
@@ -100,6 +106,7 @@ class TaskGateway:
             settle=settle)
         self._notify_update(task_ctx, before, after)
         self._notify_action(task_ctx, before['task_action'], 'end', after)
+        metrics.task_ended(before, after, 'finished')
         return after
 
     def fail(self, task_ctx, instance_uuid, *, error, rolled_back, host=None,
@@ -113,6 +120,7 @@ class TaskGateway:
         self._notify_update(task_ctx, before, after)
         self._notify_action(task_ctx, before['task_action'], 'error', after,
                             error=error, rolled_back=rolled_back)
+        metrics.task_ended(before, after, 'failed')
         return after
 
     def bury(self, task_ctx, instance_uuid, *, reason, use_pending):
@@ -123,6 +131,7 @@ class TaskGateway:
         self._notify_update(task_ctx, before, after)
         self._notify_action(task_ctx, before['task_action'], 'error', after,
                             error=reason)
+        metrics.task_ended(before, after, 'failed')
         return after
 
     def fail_quietly(self, task_ctx, instance_uuid, *, error, rolled_back,
@@ -142,6 +151,7 @@ class TaskGateway:
         check_owner(ctx, self.db.get_instance(instance_uuid))
         before, after = self.db.hard_delete(ctx, instance_uuid)
         self.notify_deleted(ctx, before, after)
+        metrics.task_ended(before, after, 'preempted')
         return after
 
     def notify_reconciled(self, ctx, before, after):
@@ -157,7 +167,16 @@ class TaskGateway:
         before, after = self.db.reset_state(ctx, instance_uuid, state)
         self._notify_update(ctx, before, after)
         self._notify_action(ctx, 'reset_state', 'end', after)
+        metrics.task_ended(before, after, 'preempted')
         return after
+
+
+def _trace(ctx, inst):
+    """Log lines that follow, in this thread and (the context travels
+    with the task) on the agent, carry the request_id, the task_id and the
+    instance's uuid (oslo.log's ``[instance: ...]``)."""
+    ctx.resource_uuid = inst['uuid']
+    ctx.update_store()
 
 
 def timeout_rolls_back(action):

@@ -25,9 +25,11 @@ class ConductorManager:
     # --- API tier ----------------------------------------------------------------
 
     @_expected
-    def create_instance(self, ctx, name, flavor, image_ref, policies):
+    def create_instance(self, ctx, name, flavor, image_ref, policies,
+                        reservation_id=None):
         return self.flows.create(ctx, name=name, flavor=flavor,
-                                 image_ref=image_ref, policies=policies)
+                                 image_ref=image_ref, policies=policies,
+                                 reservation_id=reservation_id)
 
     @_expected
     def run_action(self, ctx, instance_uuid, action, params):
@@ -103,4 +105,5 @@ class ConductorManager:
 
     @_expected
     def power_report(self, ctx, host, reports, full):
-        return self.results.power_report(ctx, host=host, reports=reports)
+        return self.results.power_report(ctx, host=host, reports=reports,
+                                         full=full)

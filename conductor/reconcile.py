@@ -13,6 +13,7 @@ import logging
 
 from common import context as tcontext
 from common import exception
+from common import metrics
 from common import reconcile as rtable
 from common import states
 from conductor import gateway as gw
@@ -40,6 +41,7 @@ class Reconciler:
         rule = rtable.TABLE.decide(inst['vm_state'], inst['power_state'],
                                    inst['power_reason'])
         decision, why = self._resolve(inst, rule)
+        metrics.reconcile_decision(rule.decision, decision)
         if decision == rtable.DESTROY:
             return True
         if decision in (rtable.STOP, rtable.ERROR):

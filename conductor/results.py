@@ -10,6 +10,7 @@ import datetime
 import logging
 
 from common import exception
+from common import metrics
 from common import states
 from conductor import gateway as gw
 
@@ -29,6 +30,11 @@ _ON_FAILURE = {
     'resize': [{'free': {'purpose': 'resize'}}],
     'live_migrate': [{'free': {'purpose': 'migration'}}],
 }
+
+
+def _same_power(before, after):
+    return ((before['power_state'], before['power_reason'])
+            == (after['power_state'], after['power_reason']))
 
 
 def settle_on_failure(action, vm_state=None):
@@ -96,7 +102,13 @@ class Results:
             ctx, instance_uuid, host=host, error=error,
             rolled_back=rolled_back, power=power,
             settle=settle_on_failure(action, inst['vm_state']))
-        self.reconciler.consider(self.db.get_instance(instance_uuid))
+        now = self.db.get_instance(instance_uuid)
+        # A failed reconcile task (power_on, power_off) on a domain that did
+        # not change would be decided and fail again at once, forever: the
+        # next power report decides again instead (power_sync_interval).
+        if not (action is not None and gw.TABLE.action(action).system
+                and _same_power(inst, now)):
+            self.reconciler.consider(now)
         return after
 
     # --- heartbeats and lost tasks ----------------------------------------------
@@ -123,7 +135,7 @@ class Results:
 
     def _end_vanished(self, ctx, inst, why):
         action = inst['task_action']
-        self.gateway.fail_quietly(
+        return self.gateway.fail_quietly(
             ctx.for_task(inst['task_id']), inst['uuid'], error=why,
             rolled_back=gw.timeout_rolls_back(action),
             settle=settle_on_failure(action, inst['vm_state']))
@@ -142,17 +154,24 @@ class Results:
             idle = (now - inst['task_updated_at']).total_seconds()
             if idle < timeout:
                 continue
-            self._end_vanished(ctx, inst, 'no progress for %d s (timeout of '
-                               '%s: %d s)' % (idle, action, timeout))
+            if self._end_vanished(ctx, inst, 'no progress for %d s (timeout '
+                                  'of %s: %d s)' % (idle, action, timeout)):
+                metrics.task_timed_out(action)
             reaped += 1
         return reaped
 
     # --- power reports -------------------------------------------------------------
 
-    def power_report(self, ctx, *, host, reports):
+    def power_report(self, ctx, *, host, reports, full=False):
         """Store each report and reconcile; answer what the agent must do:
-        domains to destroy, and domains no instance owns (orphans)."""
+        domains to destroy, and domains no instance owns (orphans).
+
+        ``full``, when a number, is the seq of a read of every domain on
+        the host: an instance placed there that the read did not find is
+        gone (NOSTATE), whether or not an event said so."""
         destroy, orphans = [], []
+        if full and not isinstance(full, bool):
+            self._not_found(host, {r.get('uuid') for r in reports}, full)
         for report in reports:
             try:
                 stored = self.db.store_power_report(
@@ -171,6 +190,16 @@ class Results:
         return {'destroy': destroy,
                 'orphans': {'uuids': orphans, 'action': conf.orphan_action,
                             'grace': conf.orphan_grace}}
+
+    def _not_found(self, host, reported, seq):
+        for inst in self.db.list_instances(host=host):
+            if (inst['uuid'] in reported
+                    or inst['power_state'] == states.power.NOSTATE):
+                continue
+            stored = self.db.store_power_report(
+                inst['uuid'], host=host, state=states.power.NOSTATE, seq=seq)
+            if stored is not None:
+                self.reconciler.consider(stored)
 
     def _is_orphan(self, host, report):
         """A running domain whose report was not stored: no instance at

@@ -9,11 +9,22 @@ Version history:
   instance_deleted, reset_state, get_instance, list_instances, list_hosts,
   list_actions, update_policies (API tier); heartbeat, task_progress, task_finished,
   task_failed, power_report (agents).
+* 1.1 - create_instance takes reservation_id (a lease's reservation to
+  build on); the conductor also serves the ``leases`` namespace
+  (conductor/leases/rpcapi.py).
+
+Calls go out at the lowest version that carries them (1.0 for all but the
+ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
+talking to conductors that predate 1.1; a call that needs more than the cap
+is refused here, with the reason, rather than sent without what it needs.
 """
 
 from common import exception
+from common import metrics
+from common import rpc
 
-VERSION = '1.0'
+VERSION = '1.1'
+BASE_VERSION = '1.0'
 
 
 class ConductorAPI:
@@ -27,23 +38,40 @@ class ConductorAPI:
 
     def __init__(self, bus, conf, *, statedb=None, timeout=None):
         self.statedb = statedb
-        self.client = bus.client(conf.conductor.topic, VERSION,
+        self.client = bus.client(conf.conductor.topic, BASE_VERSION,
                                  version_cap=conf.upgrade_levels.conductor,
                                  timeout=timeout)
 
-    def _call(self, ctx, method, **kwargs):
+    def _call(self, ctx, method, version=BASE_VERSION, **kwargs):
         try:
-            return self.client.prepare().call(ctx, method, **kwargs)
+            return self.client.prepare(version=version).call(ctx, method,
+                                                             **kwargs)
         except exception.TristateError as err:
             # oslo.messaging appends the server's traceback to str(err);
             # callers get the same error, with its message alone.
             raise exception.from_dict(err.to_dict()) from None
+        except rpc.MessagingException as err:
+            metrics.rpc_error(method, err)
+            raise
 
     # --- API tier --------------------------------------------------------------
 
-    def create_instance(self, ctx, *, name, flavor, image_ref, policies=None):
+    def create_instance(self, ctx, *, name, flavor, image_ref, policies=None,
+                        reservation_id=None):
+        kwargs = {}
+        if reservation_id is not None:      # 1.1; a 1.0 call has no such key
+            self._need('1.1', 'scheduling on a reservation')
+            kwargs = {'version': '1.1', 'reservation_id': reservation_id}
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
-                          image_ref=image_ref, policies=policies or {})
+                          image_ref=image_ref, policies=policies or {},
+                          **kwargs)
+
+    def _need(self, version, what):
+        if not self.client.can_send_version(version):
+            raise exception.ServiceUnavailable(
+                reason='%s needs conductor RPC API %s and [upgrade_levels] '
+                       'conductor caps it at %s' % (
+                           what, version, self.client.version_cap))
 
     def run_action(self, ctx, instance_uuid, action, params=None):
         return self._call(ctx, 'run_action', instance_uuid=instance_uuid,

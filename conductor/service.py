@@ -7,6 +7,7 @@ from common.db import api as db_api
 from compute_agent import rpcapi as compute_rpcapi
 from conductor import flows as flows_mod
 from conductor import gateway as gateway_mod
+from conductor.leases import service as lease_service
 from conductor import manager
 from conductor import periodic
 from conductor import reconcile
@@ -34,7 +35,10 @@ class ConductorService:
             reconciler=self.reconciler)
         self.manager = manager.ConductorManager(
             flows=self.flows, results=self.results, gateway=self.gateway)
-        self.server = bus.server(conf.conductor.topic, [self.manager],
+        self.leases = lease_service.LeaseService(
+            conf, statedb, flows=self.flows, notifier=notifier)
+        self.server = bus.server(conf.conductor.topic,
+                                 [self.manager, self.leases.manager],
                                  server=self.host)
         self.periodic = periodic.PeriodicJobs(
             results=self.results, flows=self.flows,
@@ -44,10 +48,12 @@ class ConductorService:
         self.server.start()
         if periodic_jobs:
             self.periodic.start()
+            self.leases.periodic.start()
         LOG.info('Conductor %s started', self.host)
 
     def stop(self):
         self.periodic.stop()
+        self.leases.periodic.stop()
         self.server.stop()
         self.server.wait()
         LOG.info('Conductor %s stopped', self.host)

@@ -7,6 +7,7 @@
     tristate server actions web1
     tristate host list
     tristate flavor list
+    tristate lease create night --start now --end "2026-01-02 06:00"
 
 The endpoint is ``--os-endpoint``, else ``TRISTATE_ENDPOINT``, else
 http://127.0.0.1:8774 (``tristate-all``'s). Tables for people, ``-f json``
@@ -22,6 +23,7 @@ from cliff import commandmanager
 
 from api.cli import catalog
 from api.cli import client as client_mod
+from api.cli import leases
 from api.cli import servers
 
 
@@ -30,7 +32,8 @@ class TristateApp(app.App):
 
     def __init__(self):
         manager = commandmanager.CommandManager('tristate.cli')
-        for name, cls in {**servers.commands(), **catalog.commands()}.items():
+        for name, cls in {**servers.commands(), **catalog.commands(),
+                          **leases.commands()}.items():
             manager.add_command(name, cls)
         super().__init__(description=__doc__.split('\n\n')[0],
                          version='0.1.0', command_manager=manager,

@@ -107,6 +107,9 @@ class CreateServer(_Waits, show.ShowOne):
         parser.add_argument('--crash', choices=states.CRASH_POLICIES,
                             help='What to do when the guest crashes. '
                                  'Default: the controller\'s.')
+        parser.add_argument('--reservation', metavar='RESERVATION_ID',
+                            help='Build on the hosts of this reservation of '
+                                 'an active lease (`tristate lease show`).')
         self.add_wait(parser)
         return parser
 
@@ -118,7 +121,11 @@ class CreateServer(_Waits, show.ShowOne):
                     if getattr(parsed_args, key)}
         if metadata:
             server['metadata'] = metadata
-        created = self.app.client.post('/servers', {'server': server})
+        body = {'server': server}
+        if parsed_args.reservation:
+            body['os:scheduler_hints'] = {
+                'reservation_id': parsed_args.reservation}
+        created = self.app.client.post('/servers', body)
         return show_server(self.settled(created['server']['id'], parsed_args))
 
 

@@ -128,15 +128,18 @@ def show(server_id):
 
 @bp.post('', strict_slashes=False)
 def create():
-    body = request.json_body(schemas.CREATE_SERVER)['server']
+    whole = request.json_body(schemas.CREATE_SERVER)
+    body = whole['server']
     request.authorize('tristate:servers:create')
     policies = {name: body['metadata'][key]
                 for name, key in views.POLICY_KEYS.items()
                 if key in body.get('metadata', {})}
+    reservation = schemas.reservation_hint(whole)
     inst = request.services().client.create_instance(
         request.context(), name=body['name'],
         flavor=actions.ref(body['flavorRef']),
-        image_ref=actions.ref(body['imageRef']), policies=policies)
+        image_ref=actions.ref(body['imageRef']), policies=policies,
+        **({'reservation_id': reservation} if reservation else {}))
     out = request.server_body(inst)
     resp = flask.jsonify({'server': out})
     resp.status_code = 202

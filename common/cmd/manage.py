@@ -3,7 +3,7 @@
     tristate-manage [--config-file F] db sync       # create or upgrade the schema
     tristate-manage [--config-file F] db version    # current and head revision
     tristate-manage actions                          # print the action table
-    tristate-manage docs states|reconcile [--output PATH]  # render docs/
+    tristate-manage docs states|reconcile|leases [--output PATH]  # docs/
 """
 
 import sys
@@ -36,7 +36,8 @@ def _actions(conf):
 
 def _docs(conf):
     text = {'states': docs.render_states_md,
-            'reconcile': docs.render_reconcile_md}[conf.command.page]()
+            'reconcile': docs.render_reconcile_md,
+            'leases': docs.render_leases_md}[conf.command.page]()
     if conf.command.output:
         with open(conf.command.output, 'w') as out:
             out.write(text)
@@ -56,7 +57,7 @@ def _add_parsers(subparsers):
     subparsers.add_parser('actions', help='print the action table').set_defaults(
         func=_actions)
     page = subparsers.add_parser('docs', help='render a generated docs page')
-    page.add_argument('page', choices=['states', 'reconcile'])
+    page.add_argument('page', choices=['states', 'reconcile', 'leases'])
     page.add_argument('--output', help='file to write (default: stdout)')
     page.set_defaults(func=_docs)
 

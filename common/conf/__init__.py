@@ -13,7 +13,9 @@ from common.conf import conductor
 from common.conf import database
 from common.conf import default
 from common.conf import fake_driver
+from common.conf import leases
 from common.conf import libvirt
+from common.conf import metrics
 from common.conf import reconcile
 from common.conf import scheduler
 from common.conf import upgrade_levels
@@ -22,6 +24,8 @@ CONF = cfg.CONF
 
 _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             reconcile,
+            leases,
+            metrics,
             api,
             libvirt,
             fake_driver)

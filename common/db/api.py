@@ -518,13 +518,14 @@ class StateDB:
             readonly=True)
 
     def find_hosts(self, *, vcpus, memory_mb, disk_gb, ratios, alive_since,
-                   pack=False, limit=10, exclude=()):
+                   pack=False, limit=10, exclude=(), reserved=None):
         """Hosts that pass the scheduler's filters, best first.
 
         Filters: enabled; heartbeat since ``alive_since``; room for the
-        resources under the allocation ratios. Weigher: most free RAM first
-        (spread), or least (``pack``). Done in SQL, so that thousands of
-        hosts cost one indexed query.
+        resources under the allocation ratios; ``reserved``, the lease
+        filter (:func:`common.db.lease_hosts.placement`), if given. Weigher:
+        most free RAM first (spread), or least (``pack``). Done in SQL, so
+        that thousands of hosts cost one indexed query.
         """
         cpu_ratio, ram_ratio, disk_ratio = ratios
         free_ram = H.c.memory_mb * ram_ratio - H.c.used_memory_mb
@@ -537,6 +538,8 @@ class StateDB:
                    ).limit(limit)
         if exclude:
             query = query.where(H.c.name.not_in(list(exclude)))
+        if reserved is not None:
+            query = query.where(reserved)
         return self.db.transaction(
             lambda conn: [dict(r._mapping) for r in conn.execute(query)],
             readonly=True)
@@ -652,8 +655,12 @@ class StateDB:
     def _log_end(conn, task_id, result, vm_state, message, now):
         values = {'finished_at': now, 'result': result,
                   'vm_state_after': vm_state}
-        if message is not None:     # keep why the task was started
-            values['message'] = message
+        if message is not None:
+            # keep why the task was started (reconcile's reason, which the
+            # crash budget counts), then what happened
+            values['message'] = sa.case(
+                (LOGT.c.message.is_(None), message),
+                else_=LOGT.c.message + ': ' + message)
         conn.execute(sa.update(LOGT).where(LOGT.c.task_id == task_id)
                      .values(**values))
 

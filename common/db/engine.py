@@ -21,6 +21,7 @@ from sqlalchemy import exc as sa_exc
 import tenacity
 
 from common import exception
+from common import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -136,6 +137,7 @@ class Database:
             return retrying(self._run_once, fn, args, kwargs, readonly)
         except tenacity.RetryError as err:
             last = err.last_attempt.exception()
+            metrics.db_error('unavailable')
             raise exception.DBUnavailable(
                 attempts=err.last_attempt.attempt_number,
                 seconds=time.monotonic() - started,
@@ -150,6 +152,7 @@ class Database:
 
     @staticmethod
     def _log_retry(state):
+        metrics.db_error('retried')
         LOG.warning('Transient database error, attempt %d: %s',
                     state.attempt_number, state.outcome.exception())
 

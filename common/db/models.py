@@ -142,3 +142,83 @@ class InstanceAction(Base):
     vm_state_before: Mapped[str | None] = mapped_column(_state)
     vm_state_after: Mapped[str | None] = mapped_column(_state)
     message: Mapped[str | None] = mapped_column(Text)
+
+
+# --- leases (DESIGN.md section 7; statuses and rules: common/leases.py) -------
+# Written only by common/db/leases.py, every status change checked against
+# the tables of common/leases.py and made by a conditional UPDATE.
+
+class Lease(Base):
+    """Whole hosts held for one project between start and end."""
+    __tablename__ = 'leases'
+
+    id: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    name: Mapped[str] = mapped_column(_name)
+    project_id: Mapped[str] = mapped_column(_name, index=True)
+    user_id: Mapped[str] = mapped_column(_name)
+    start_date: Mapped[datetime.datetime] = mapped_column(DateTime)
+    end_date: Mapped[datetime.datetime] = mapped_column(DateTime)
+    # None: no before_end_lease event ([leases] before_end = 0).
+    before_end_date: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    # What happens to the reservation's instances at the end: delete, stop.
+    on_end: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(_state, index=True)
+    # Why the last operation failed, or the lease is in ERROR.
+    status_reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class Reservation(Base):
+    """What a lease holds: ``physical:host``, min to max matching hosts."""
+    __tablename__ = 'reservations'
+
+    id: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    lease_id: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('leases.id'), index=True)
+    resource_type: Mapped[str] = mapped_column(_state)
+    min_hosts: Mapped[int] = mapped_column(Integer)
+    max_hosts: Mapped[int] = mapped_column(Integer)
+    # Blazar's JSON query on host fields, e.g. [">=", "$memory_mb", "4096"];
+    # empty: any host.
+    hypervisor_properties: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(_state)
+    # When the start made it active: instances of the lease's project
+    # created on its hosts since then are the ones that named it.
+    activated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class ReservationHost(Base):
+    """A host a reservation holds for its lease's window (Blazar's
+    computehost_allocations). The scheduler keeps other requests off it
+    while the reservation is active."""
+    __tablename__ = 'reservation_hosts'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    reservation_id: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('reservations.id'), index=True)
+    host: Mapped[str] = mapped_column(_name, ForeignKey('hosts.name'),
+                                      index=True)
+
+
+class LeaseEvent(Base):
+    """start_lease, before_end_lease, end_lease: run by one conductor when
+    due (``run_id`` is that run's claim, like an instance's task_id)."""
+    __tablename__ = 'lease_events'
+
+    id: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    lease_id: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('leases.id'), index=True)
+    event_type: Mapped[str] = mapped_column(_state)
+    time: Mapped[datetime.datetime] = mapped_column(DateTime, index=True)
+    status: Mapped[str] = mapped_column(_state, index=True)
+    run_id: Mapped[str | None] = mapped_column(_uuid)
+    # When the run in progress was claimed; None once it failed (retry).
+    claimed_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    message: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)

@@ -5,6 +5,7 @@
 
 import subprocess
 
+from common import metrics
 from common import rpc
 from common import sdnotify
 from common import service
@@ -28,6 +29,7 @@ def main(argv=None):
     bus = rpc.Bus(conf)
     agent = agent_service.AgentService(conf, bus)
     agent.start()
+    metrics_server = metrics.serve(conf, default=False)
     sdnotify.ready('compute agent %s (%s driver)' % (agent.host,
                                                     agent.driver.name))
     try:
@@ -36,6 +38,8 @@ def main(argv=None):
             agent.host_shutting_down()
     finally:
         sdnotify.stopping()
+        if metrics_server is not None:
+            metrics_server.shutdown()
         agent.stop()
         bus.cleanup()
     return 0

@@ -5,6 +5,7 @@
 
 import logging
 
+from common import metrics
 from common import rpc
 from common import sdnotify
 from common import service
@@ -19,12 +20,15 @@ def main(argv=None):
     bus = rpc.Bus(conf)
     conductor = conductor_service.ConductorService(conf, bus, statedb)
     conductor.start()
+    metrics_server = metrics.serve(conf, statedb=statedb, default=True)
     sdnotify.ready('conductor %s on topic %s' % (conductor.host,
                                                  conf.conductor.topic))
     try:
         service.wait_for_signal()
     finally:
         sdnotify.stopping()
+        if metrics_server is not None:
+            metrics_server.shutdown()
         conductor.stop()
         bus.cleanup()
     return 0

@@ -7,11 +7,17 @@ allocation is a conditional UPDATE that fails when the host filled up
 meanwhile; the next host is then tried, so concurrent conductors never
 over-commit. No host left: :class:`~common.exception.NoValidHost` with the
 reason, and ``select_destinations.error``.
+
+Leases (:func:`common.db.lease_hosts.placement`): a request that names no
+reservation never lands on a host an active reservation holds; one that
+names a reservation (``reservation_id``) lands only on its hosts. A resize
+stays on its host whatever holds it.
 """
 
 import datetime
 
 from common import exception
+from common.db import lease_hosts
 
 
 class Scheduler:
@@ -31,14 +37,21 @@ class Scheduler:
             seconds=self.conf.conductor.service_down_time)
 
     def select_and_allocate(self, task_ctx, instance_uuid, flavor, *,
-                            purpose='instance', only=None, exclude=()):
+                            purpose='instance', only=None, exclude=(),
+                            reservation_id=None):
         """Allocate ``flavor`` for the task on the best host; return its name.
 
         ``only`` restricts the choice to one host (resize in place),
-        ``exclude`` removes hosts (a migration's source).
+        ``exclude`` removes hosts (a migration's source), ``reservation_id``
+        asks for the hosts of that reservation.
         """
         request = {'instance_uuid': instance_uuid, 'flavor': flavor.name,
                    'only': only, 'exclude': list(exclude)}
+        if reservation_id is not None:
+            request['reservation_id'] = reservation_id
+        leases = purpose != 'resize'
+        reserved = (lease_hosts.placement(reservation_id, task_ctx.project_id)
+                    if leases else None)
         self.notifier.info(task_ctx, 'select_destinations.start',
                            'RequestSpecPayload', request)
         candidates = self.db.find_hosts(
@@ -46,7 +59,8 @@ class Scheduler:
             disk_gb=flavor.disk_gb, ratios=self.ratios,
             alive_since=self.alive_since(),
             pack=self.conf.scheduler.weigher == 'pack',
-            limit=self.conf.scheduler.max_attempts, exclude=exclude)
+            limit=self.conf.scheduler.max_attempts, exclude=exclude,
+            reserved=reserved)
         if only is not None:
             candidates = [h for h in candidates if h['name'] == only]
         for host in candidates:
@@ -63,6 +77,8 @@ class Scheduler:
                                dict(request, host=host['name']))
             return host['name']
         reason = self._explain(flavor, only)
+        if leases:
+            reason += self._explain_leases(task_ctx, reservation_id)
         self.notifier.error(task_ctx, 'select_destinations.error',
                             'RequestSpecPayload', dict(request, error=reason))
         raise exception.NoValidHost(reason=reason)
@@ -75,3 +91,9 @@ class Scheduler:
                 'flavor %s (%d vCPUs, %d MiB RAM, %d GiB disk)'
                 % (where, disabled, down, flavor.name, flavor.vcpus,
                    flavor.memory_mb, flavor.disk_gb))
+
+    def _explain_leases(self, task_ctx, reservation_id):
+        held = self.db.db.transaction(
+            lease_hosts.explain_placement, reservation_id,
+            task_ctx.project_id, readonly=True)
+        return '; %s' % held if held else ''

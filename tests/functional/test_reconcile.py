@@ -157,6 +157,22 @@ def test_crash_is_restarted_then_error_after_the_budget(rplane, ctx):
     assert len(log_of(rplane, uuid, 'power_on')) == CRASH_LIMIT
 
 
+def test_a_failed_restart_is_retried_at_the_next_report(rplane, ctx):
+    inst = active(rplane, ctx, policies={'user_shutdown': 'restart'})
+    uuid, store = inst['uuid'], fake.HostStore(rplane.conf.state_dir,
+                                               inst['host'])
+    store.set_fault('power_on', 'fail', count=1)
+    try:
+        outside(rplane, 'guest-shutdown', uuid)
+        row = wait_settled(rplane, uuid, 'a restart by reconcile',
+                           lambda i: successes(rplane, uuid, 'power_on'))
+    finally:
+        store.clear_faults()
+    assert (row['vm_state'], row['power_state']) == (vm.ACTIVE, power.RUNNING)
+    assert [e['result'] for e in log_of(rplane, uuid, 'power_on')] == [
+        states.RESULT_ROLLED_BACK, states.RESULT_SUCCESS]
+
+
 def test_vanished_domain_is_an_error(rplane, ctx):
     uuid = active(rplane, ctx)['uuid']
 
@@ -166,6 +182,23 @@ def test_vanished_domain_is_an_error(rplane, ctx):
                        lambda i: i['vm_state'] == vm.ERROR)
     assert row['power_state'] == power.NOSTATE
     check_reconciled(last_log(rplane, uuid, 'reconcile'), vm.ACTIVE, vm.ERROR,
+                     'the domain vanished from its host')
+
+
+def test_vanished_while_the_agent_was_down_is_an_error(make_plane, ctx):
+    # No event can tell: the agent's full report, which no longer lists the
+    # domain, is the safety net.
+    plane = make_plane(hosts=1)
+    uuid = active(plane, ctx)['uuid']
+    plane.stop_agent('host1')
+    outside(plane, 'vanish', uuid)
+
+    plane.start_agent('host1')
+
+    row = wait_settled(plane, uuid, 'vm_state error',
+                       lambda i: i['vm_state'] == vm.ERROR)
+    assert row['power_state'] == power.NOSTATE
+    check_reconciled(last_log(plane, uuid, 'reconcile'), vm.ACTIVE, vm.ERROR,
                      'the domain vanished from its host')
 
 
@@ -229,7 +262,8 @@ def test_orphan_is_handled_by_its_policy(rplane, caplog, action):
                         what='the orphan destroyed')
         elif action == 'stop':
             wait_domain(rplane, 'host2', uuid,
-                        lambda rec: rec['power_state'] == power.SHUTDOWN,
+                        lambda rec: rec is not None
+                        and rec['power_state'] == power.SHUTDOWN,
                         what='the orphan stopped')
         else:
             wait_for(lambda: [r for r in caplog.records

@@ -62,6 +62,15 @@ def _alive(conn):
         return False                     # e.g. close() was called on it
 
 
+def _close(conn):
+    """Close ``conn``, dead or alive, without raising."""
+    for step in (conn.unregisterCloseCallback, conn.close):
+        try:
+            step()
+        except libvirt.libvirtError as err:
+            LOG.debug('Closing a libvirt connection: %s', err)
+
+
 def resolve_uri(uri, *, host, instances_path, per_host):
     """The URI to open for ``host``.
 
@@ -136,10 +145,7 @@ class Connection:
             if self._conn is not conn:
                 return
             self._conn = None
-        try:
-            conn.close()
-        except libvirt.libvirtError:
-            pass                         # already closed: that is why
+        _close(conn)
 
     def close(self):
         """Close for good: no more re-opening."""
@@ -147,10 +153,7 @@ class Connection:
         with self._lock:
             conn, self._conn = self._conn, None
         if conn is not None:
-            try:
-                conn.close()
-            except libvirt.libvirtError as err:
-                LOG.debug('Closing %s: %s', self.uri, err)
+            _close(conn)
 
     # --- opening ------------------------------------------------------------
 
@@ -192,8 +195,9 @@ class Connection:
 
     def _on_close(self, _conn, reason, closed):
         """libvirt says ``closed`` was closed (in the event loop thread)."""
-        if self._closed.is_set():
-            return
+        if (self._closed.is_set()
+                or reason == libvirt.VIR_CONNECT_CLOSE_REASON_CLIENT):
+            return                       # we closed it ourselves
         LOG.warning('Libvirt connection to %s closed (reason %s); '
                     're-opening', self.uri, reason)
         threading.Thread(target=self._reopen_in_background, args=(closed,),

@@ -244,6 +244,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
 
     def watch(self, callback):
         """``callback(DomainInfo)`` after each debounced lifecycle change."""
+        if self.watcher is None:
+            raise VirtError('the libvirt driver is watched before init_host()')
         self.watcher.add_callback(callback)
 
     # --- helpers every operation uses ------------------------------------------

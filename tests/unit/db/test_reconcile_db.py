@@ -128,7 +128,7 @@ class World:
         if self.db.get_instance(uuid)['host'] is None:
             # ERROR, PENDING and INITIALIZED made without a host: place it,
             # as a build that got as far as allocating would have.
-            self._sql(uuid, host=HOST)
+            self.set_columns(uuid, host=HOST)
         if policies:
             self.db.set_policies(uuid, **policies)
         return uuid
@@ -147,11 +147,11 @@ class World:
             # No task can start from ERROR or HARD_DELETED; the guard is
             # the same whatever put the task there.
             task_id = api.new_uuid()
-            self._sql(uuid, task_id=task_id, task_state=task.DESTROYING,
-                      task_action='delete')
+            self.set_columns(uuid, task_id=task_id,
+                             task_state=task.DESTROYING, task_action='delete')
         return uuid, task_id
 
-    def _sql(self, uuid, **values):
+    def set_columns(self, uuid, **values):
         self.db.db.transaction(lambda conn: conn.execute(
             sa.update(I).where(I.c.uuid == uuid).values(**values)))
 
@@ -603,6 +603,52 @@ def test_a_report_during_a_task_is_decided_when_it_fails(world, ctx):
         'the domain vanished from its host')
 
 
+def _failed_restart(world, power_after):
+    """A guest shut itself down, reconcile's restart fails on the host."""
+    uuid = world.idle(vm.ACTIVE, user_shutdown='restart')
+    world.reconciler.consider(world.report(uuid, power.SHUTDOWN, 'guest'))
+    inst = world.db.get_instance(uuid)
+    assert inst['task_action'] == 'power_on'
+    world.flows.sent.clear()
+    power_state, reason = power_after
+    world.results.failed(
+        context.get_admin_context(inst['task_id']), host=HOST,
+        instance_uuid=uuid, error='injected', rolled_back=True,
+        power={'power_state': power_state, 'reason': reason,
+               'seq': world.report_seq()})
+    return uuid
+
+
+def test_a_failed_restart_is_not_retried_at_once(world):
+    uuid = _failed_restart(world, (power.SHUTDOWN, 'guest'))
+
+    inst = world.db.get_instance(uuid)
+    assert (inst['vm_state'], inst['task_id']) == (vm.ACTIVE, None)
+    assert world.flows.sent == []
+    assert [e['result'] for e in _restarts(world, uuid)] == [
+        states.RESULT_ROLLED_BACK]
+    # The next report decides again.
+    world.reconciler.consider(world.report(uuid, power.SHUTDOWN, 'guest'))
+    assert [sent[3] for sent in world.flows.sent] == ['power_on']
+
+
+def test_a_failed_restart_whose_domain_vanished_is_decided_at_once(world):
+    uuid = _failed_restart(world, (power.NOSTATE, None))
+    inst = world.db.get_instance(uuid)
+    assert (inst['vm_state'], inst['task_id']) == (vm.ERROR, None)
+    assert world.flows.sent == []
+
+
+def test_a_users_failed_task_is_decided_at_once(world, ctx):
+    uuid = world.idle(vm.ACTIVE)
+    world.report(uuid, power.SHUTDOWN, 'guest')
+    task_ctx = ctx.for_task(world.db.claim_task(ctx, uuid,
+                                                'reboot')['task_id'])
+    world.results.failed(task_ctx, host=HOST, instance_uuid=uuid,
+                         error='injected', rolled_back=True, power=None)
+    assert world.db.get_instance(uuid)['vm_state'] == vm.STOPPED
+
+
 def _report_of(uuid, power_state, seq, reason=None):
     return {'uuid': uuid, 'power_state': power_state, 'reason': reason,
             'seq': seq}
@@ -614,7 +660,7 @@ def test_power_report_answers_destroy_and_orphans(world, conf):
     deleted = world.idle(vm.HARD_DELETED)
     active = world.idle(vm.ACTIVE)
     elsewhere = world.idle(vm.ACTIVE)
-    world._sql(elsewhere, host='node2')       # migrated away: a leftover
+    world.set_columns(elsewhere, host='node2')   # migrated away: a leftover
     orphan, gone = api.new_uuid(), api.new_uuid()
 
     answer = world.results.power_report(world.ctx, host=HOST, reports=[
@@ -645,3 +691,47 @@ def test_a_deleted_domain_is_destroyed_again_at_every_report(world):
         _report_of(uuid, power.NOSTATE, 4)])
     assert answer['destroy'] == []
     assert world.db.get_instance(uuid)['vm_state'] == vm.HARD_DELETED
+
+
+def test_a_full_report_without_an_instance_means_its_domain_is_gone(world):
+    listed = world.idle(vm.ACTIVE)
+    missing = world.idle(vm.ACTIVE)
+    stopped = world.idle(vm.STOPPED)
+    newer = world.idle(vm.ACTIVE)
+    elsewhere = world.idle(vm.ACTIVE)
+    for uuid in (listed, missing, stopped, newer, elsewhere):
+        world.report(uuid, power.RUNNING if uuid != stopped else power.SHUTDOWN,
+                     seq=10)
+    world.report(newer, power.RUNNING, seq=30)     # after the full read
+    world.set_columns(elsewhere, host='node2')   # migrated away
+
+    world.results.power_report(world.ctx, host=HOST, full=20, reports=[
+        _report_of(listed, power.RUNNING, 21)])
+
+    def state(uuid):
+        inst = world.db.get_instance(uuid)
+        return inst['vm_state'], inst['power_state'], inst['power_seq']
+    assert state(listed) == (vm.ACTIVE, power.RUNNING, 21)
+    assert state(missing) == (vm.ERROR, power.NOSTATE, 20)
+    assert state(stopped) == (vm.ERROR, power.NOSTATE, 20)
+    assert state(newer) == (vm.ACTIVE, power.RUNNING, 30)
+    assert state(elsewhere) == (vm.ACTIVE, power.RUNNING, 10)
+    assert world.db.list_actions(missing)[-1]['message'] == (
+        'the domain vanished from its host')
+
+
+@pytest.mark.parametrize('full', [False, True])
+def test_a_report_that_is_not_full_says_nothing_of_the_others(world, full):
+    uuid = world.idle(vm.ACTIVE)
+    world.report(uuid, power.RUNNING, seq=10)
+    before = world.snapshot(uuid)
+    world.results.power_report(world.ctx, host=HOST, full=full, reports=[])
+    assert world.snapshot(uuid) == before
+
+
+def test_a_full_report_leaves_instances_without_a_domain_alone(world, ctx):
+    building, _task = world.instances.create()     # NOSTATE until spawned
+    world.set_columns(building, host=HOST)
+    before = world.snapshot(building)
+    world.results.power_report(world.ctx, host=HOST, full=20, reports=[])
+    assert world.snapshot(building) == before

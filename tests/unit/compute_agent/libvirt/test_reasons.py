@@ -152,3 +152,16 @@ def test_qemu_starting_a_domain_paused_is_no_reason():
                                libvirt.VIR_DOMAIN_PAUSED_STARTING_UP) is None
     assert power_map.reason_of(libvirt.VIR_DOMAIN_PAUSED,
                                libvirt.VIR_DOMAIN_PAUSED_CRASHED) == 'crashed'
+
+
+def test_a_shutdown_in_progress_takes_the_reason_of_its_event(make_driver,
+                                                              make_node):
+    # QEMU keeps the process a moment after the guest powered off: state
+    # SHUTDOWN, reason code unknown; its SHUTDOWN event said who asked.
+    uuid = new_uuid()
+    drv = make_driver(uri=make_node(node_domain(uuid, runstate=4)))
+    assert state(drv, uuid) == (power.SHUTDOWN, 'unknown')
+    dom = behind_back(drv, uuid)
+    drv._on_lifecycle(None, dom, libvirt.VIR_DOMAIN_EVENT_SHUTDOWN,
+                      libvirt.VIR_DOMAIN_EVENT_SHUTDOWN_GUEST, None)
+    assert state(drv, uuid) == (power.SHUTDOWN, 'guest')

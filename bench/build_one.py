@@ -1,0 +1,44 @@
+"""One build through the API to ACTIVE, embedded plane, fake driver.
+
+Target: median ≤ 20 ms. Each run is POST /v2.1/servers on a kept-alive
+connection, then the instance's row polled every millisecond until it is
+ACTIVE with no task; builds run one after the other.
+"""
+
+import time
+
+from bench import core
+from bench import plane as plane_mod
+
+NAME = 'build_one'
+TINY = ['--runs', '3', '--warmup', '1']
+
+
+def add_arguments(parser):
+    parser.add_argument('--runs', type=int, default=50,
+                        help='builds measured (default 50)')
+    parser.add_argument('--warmup', type=int, default=5,
+                        help='builds made first, not measured (default 5)')
+    parser.add_argument('--hosts', type=int, default=4)
+
+
+def run(args):
+    times = []
+    with plane_mod.Plane(hosts=args.hosts) as plane:
+        http = plane.http()
+        try:
+            for i in range(args.warmup + args.runs):
+                started = time.monotonic()
+                uuid = http.create('one%d' % i)
+                plane.wait_vm_state(uuid, 'active')
+                if i >= args.warmup:
+                    times.append((time.monotonic() - started) * 1e3)
+        finally:
+            http.close()
+    size = '%d builds, %d hosts' % (args.runs, args.hosts)
+    return [
+        core.Figure(NAME, 'build to ACTIVE, median', core.median(times), 'ms',
+                    '<=', 20, size=size),
+        core.Figure(NAME, 'build to ACTIVE, p90', core.percentile(times, 90),
+                    'ms', size=size),
+    ]

@@ -1,0 +1,61 @@
+"""Builds in a burst through the API: 8 concurrent clients, 4 hosts, until
+every instance is ACTIVE; then a bigger burst, which must be no slower per
+server.
+
+Targets: ≥ 100 servers/s for 200; 1,000 no slower per server than 200.
+The clock starts before the first POST and stops when the last instance is
+ACTIVE with no task (rows polled every 5 ms).
+"""
+
+import time
+
+from bench import core
+from bench import plane as plane_mod
+
+NAME = 'burst'
+TINY = ['--builds', '8', '--big', '16']
+
+
+def add_arguments(parser):
+    parser.add_argument('--builds', type=int, default=200,
+                        help='servers in the burst (default 200)')
+    parser.add_argument('--big', type=int, default=1000,
+                        help='servers in the bigger burst (default 1000; 0 '
+                             'skips it)')
+    parser.add_argument('--clients', type=int, default=8)
+    parser.add_argument('--hosts', type=int, default=4)
+
+
+def burst(plane, count, clients, tag):
+    """Seconds from the first POST until ``count`` servers are ACTIVE."""
+    with plane_mod.connections(plane, clients) as conns:
+        started = time.monotonic()
+        uuids, _ = plane_mod.run_clients(
+            clients, lambda n, i: conns[n].create('%s%d' % (tag, i)),
+            list(range(count)))
+        plane.wait_all_active(uuids, timeout=max(120.0, count * 0.5))
+        return time.monotonic() - started
+
+
+def run(args):
+    figures = []
+    rates = {}
+    for count in [args.builds] + ([args.big] if args.big else []):
+        # A fresh plane each: the bigger burst must not start on a fuller
+        # database than the first one did.
+        with plane_mod.Plane(hosts=args.hosts) as plane:
+            seconds = burst(plane, count, args.clients, 'b')
+        rates[count] = count / seconds
+        size = '%d builds, %d clients, %d hosts' % (count, args.clients,
+                                                    args.hosts)
+        figures.append(core.Figure(
+            NAME, 'burst of %d to all ACTIVE' % count, rates[count],
+            'servers/s', '>=', 100, size=size,
+            note='%.2f s in all' % seconds))
+    if args.big:
+        figures.append(core.Figure(
+            NAME, '%d vs %d: time per server ratio' % (args.big, args.builds),
+            rates[args.builds] / rates[args.big], 'x', '<=', 1.0,
+            size='%d and %d builds' % (args.builds, args.big),
+            note='seconds per server of the big burst / of the small one'))
+    return figures

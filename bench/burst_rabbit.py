@@ -1,0 +1,88 @@
+"""The build burst with the conductor and the agents as separate processes,
+on RabbitMQ and PostgreSQL.
+
+Target: ≥ 50 servers/s. One ``tristate-conductor`` and ``--hosts``
+``tristate-compute-agent`` processes (fake driver) are started as
+tests/integration does; this process is the API tier (the REST API on a
+free port, its conductor client with database access), and
+``--clients`` concurrent HTTP clients post ``--builds`` servers. Broker
+and database: see :mod:`bench.services`.
+"""
+
+import shutil
+import tempfile
+
+from bench import burst as burst_mod
+from bench import core
+from bench import plane as plane_mod
+from bench import services
+from common import context
+from common import rpc
+from common.db import api as db_api
+from common.db import engine
+from common.db import migration
+from conductor import rpcapi
+
+NAME = 'burst_rabbit'
+TINY = ['--builds', '8', '--hosts', '2']
+
+
+def add_arguments(parser):
+    parser.add_argument('--builds', type=int, default=200)
+    parser.add_argument('--clients', type=int, default=8)
+    parser.add_argument('--hosts', type=int, default=4)
+
+
+class ApiTier:
+    """This process as the API tier of separate daemons."""
+
+    http = plane_mod.Plane.http
+    wait_all_active = plane_mod.Plane.wait_all_active
+
+    def __init__(self, daemons):
+        from api import service as api_service
+        self.conf = daemons.conf()
+        self.conf.set_override('auth_strategy', 'noauth', group='api')
+        database = engine.Database(daemons.db_url)
+        self.statedb = db_api.StateDB(database)
+        self.bus = rpc.Bus(self.conf)
+        ctx = context.get_admin_context()
+        services.wait_conductor(rpcapi.ConductorAPI(self.bus, self.conf,
+                                                    timeout=1), ctx)
+        daemons.start_agents(self.statedb)
+        client = api_service.make_client(self.conf, self.bus, self.statedb)
+        self.api = api_service.serve(self.conf, client, host='127.0.0.1',
+                                     port=0)
+
+    def stop(self):
+        self.api.stop()
+        self.bus.cleanup()
+        self.statedb.db.dispose()
+        self.conf.reset()
+
+
+def run(args):
+    plane_mod.quiet_logs()
+    tmp = tempfile.mkdtemp(prefix='tristate-bench-')
+    try:
+        with services.broker_and_database() as (rabbit, db_url):
+            migration.upgrade(engine.Database(db_url))
+            daemons = services.Daemons(rabbit, db_url, hosts=args.hosts,
+                                       path=tmp)
+            tier = None
+            try:
+                daemons.start_conductor()
+                tier = ApiTier(daemons)
+                seconds = burst_mod.burst(tier, args.builds, args.clients, 'r')
+                daemons.check_alive()
+            finally:
+                if tier is not None:
+                    tier.stop()
+                daemons.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    size = ('%d builds, %d clients, %d agent processes, RabbitMQ + PostgreSQL'
+            % (args.builds, args.clients, args.hosts))
+    return [core.Figure(NAME, 'burst of %d to all ACTIVE' % args.builds,
+                        args.builds / seconds, 'servers/s', '>=', 50,
+                        size=size, note='%.2f s in all' % seconds)]

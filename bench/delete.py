@@ -1,0 +1,50 @@
+"""Hard deletes through the API with every agent stopped.
+
+Targets: ≥ 500 deletes/s, each request's median ≤ 5 ms. The instances are
+built first (ACTIVE, through the conductor client), then the agents are
+stopped, then ``--deletes`` DELETE /v2.1/servers/ID are sent by
+``--clients`` concurrent clients; every one must answer 204.
+"""
+
+import time
+
+from bench import core
+from bench import plane as plane_mod
+
+NAME = 'delete'
+TINY = ['--deletes', '10']
+
+
+def add_arguments(parser):
+    parser.add_argument('--deletes', type=int, default=200)
+    parser.add_argument('--clients', type=int, default=8)
+    parser.add_argument('--hosts', type=int, default=4)
+
+
+def run(args):
+    with plane_mod.Plane(hosts=args.hosts) as plane:
+        uuids = plane.build_direct(args.deletes)
+        for host in list(plane.embedded.agents):
+            plane.embedded.stop_agent(host)
+        with plane_mod.connections(plane, args.clients) as conns:
+            def delete(n, uuid):
+                started = time.monotonic()
+                status, body = conns[n].request('DELETE', '/servers/%s' % uuid)
+                if status != 204:
+                    raise RuntimeError('DELETE answered %d: %s' % (status, body))
+                return (time.monotonic() - started) * 1e3
+            times, seconds = plane_mod.run_clients(args.clients, delete, uuids)
+        left = [i for i in plane.statedb.list_instances()
+                if i['uuid'] in set(uuids) and i['vm_state'] != 'hard_deleted']
+        if left:
+            raise RuntimeError('%d instance(s) not hard_deleted' % len(left))
+    size = '%d deletes, %d clients, agents stopped' % (args.deletes,
+                                                       args.clients)
+    return [
+        core.Figure(NAME, 'hard deletes', args.deletes / seconds, 'deletes/s',
+                    '>=', 500, size=size),
+        core.Figure(NAME, 'delete request, median', core.median(times), 'ms',
+                    '<=', 5, size=size),
+        core.Figure(NAME, 'delete request, p99', core.percentile(times, 99),
+                    'ms', size=size),
+    ]

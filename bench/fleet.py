@@ -1,0 +1,106 @@
+"""A simulated fleet: instances seeded in the database in bulk, their
+domains in the fake hypervisor's stores, and one real agent
+:class:`~compute_agent.reporter.Reporter` per host (fake driver), many per
+process, all speaking the real RPC API to the conductor over one bus.
+
+Only the set-up takes shortcuts (bulk INSERTs, store files written once per
+host); what is measured, the full power report, is the agent's own code
+path: ``Reporter.full_report()`` reads every domain of its host, numbers
+the reports and calls ``power_report`` on the conductor.
+"""
+
+import os
+import threading
+import time
+import uuid as uuidlib
+
+from common import context
+from common import states
+from common.db import api as db_api
+from common.states import vm
+from compute_agent import journal as journal_mod
+from compute_agent import reporter as reporter_mod
+from compute_agent.virt import fake
+
+CHUNK = 5000
+
+
+def host_names(count, prefix='sim'):
+    return ['%s%05d' % (prefix, n) for n in range(count)]
+
+
+def seed(statedb, state_dir, hosts, per_host):
+    """``per_host`` ACTIVE, RUNNING instances on each of ``hosts``, in the
+    database and as domains of the hosts' fake stores."""
+    ctx = context.RequestContext(user_id='bench', project_id='bench')
+    template = statedb.create_instance(ctx, {
+        'name': 'template', 'project_id': 'bench', 'user_id': 'bench',
+        'flavor_name': 'tiny', 'vcpus': 1, 'memory_mb': 512, 'disk_gb': 1,
+        'image_ref': 'cirros'})
+    statedb.hard_delete(ctx, template['uuid'])
+    template = dict(template, vm_state=vm.ACTIVE, task_id=None,
+                    task_state=None, task_action=None, task_started_at=None,
+                    task_updated_at=None, power_state=states.power.RUNNING,
+                    power_seq=0)
+    rows = []
+    flavor = {'name': 'tiny', 'vcpus': 1, 'memory_mb': 512, 'disk_gb': 1}
+    for host in hosts:
+        store = fake.HostStore(state_dir, host)
+        with store.update() as data:
+            for n in range(per_host):
+                uuid = str(uuidlib.uuid4())
+                rows.append(dict(template, uuid=uuid, name='%s-%d' % (host, n),
+                                 host=host))
+                rec = fake._new_record(uuid, 'vm', flavor, 'cirros')
+                rec['power_state'] = states.power.RUNNING
+                data['domains'][uuid] = rec
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start:start + CHUNK]
+        statedb.db.transaction(
+            lambda conn, chunk=chunk: conn.execute(db_api.I.insert(), chunk))
+    return len(rows)
+
+
+def reporters(conf, conductor, hosts, journal_dir):
+    """One agent Reporter per host, not started: the caller paces them."""
+    out = []
+    for host in hosts:
+        drv = fake.FakeDriver(state_dir=conf.state_dir)
+        drv.init_host(host)
+        out.append(reporter_mod.Reporter(
+            host=host, driver=drv, conductor=conductor, conf=conf,
+            journal=journal_mod.TaskJournal(
+                os.path.join(journal_dir, '%s-tasks.json' % host))))
+    return out
+
+
+def cycle(reps, *, period, workers):
+    """One round of full reports, host ``i`` due at ``i * period / n``
+    seconds after the start (``period`` 0: all at once), sent by
+    ``workers`` threads. Returns (seconds the round took, the largest lag
+    of a report's answer after its due time, failures)."""
+    start = time.monotonic()
+    step = period / len(reps) if reps else 0
+    lock = threading.Lock()
+    todo = iter(range(len(reps)))
+    lags, failures = [], []
+
+    def work():
+        while True:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            due = start + i * step
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            if not reps[i].full_report():
+                failures.append(reps[i].host)
+            lags.append(time.monotonic() - due)
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.monotonic() - start, max(lags, default=0.0), failures

@@ -1,0 +1,16 @@
+"""Every scenario, in the order of issue 8's table."""
+
+from bench import build_one
+from bench import burst
+from bench import burst_rabbit
+from bench import conflicts
+from bench import delete
+from bench import memory
+from bench import reports
+from bench import scheduler
+from bench import shutdown
+from bench import shutdown_libvirt
+
+ALL = {module.NAME: module for module in (
+    build_one, burst, delete, burst_rabbit, shutdown, shutdown_libvirt,
+    reports, scheduler, conflicts, memory)}

@@ -1,0 +1,256 @@
+"""Which hosts a lease may hold, which hosts a request may land on, and
+which instances used a reservation.
+
+* :func:`pick` (:func:`hold` stores what it picks, :func:`recheck` picks
+  again for an update): hosts for one reservation, free of every other
+  lease for the whole window and matching its ``hypervisor_properties``.
+  Run inside the transaction that stores them; the matching host rows are
+  locked first (``SELECT ... FOR UPDATE`` on PostgreSQL, ``BEGIN
+  IMMEDIATE`` on SQLite), so two conductors creating overlapping leases at
+  once cannot both get a host: the second sees the first's rows.
+* :func:`placement`: the scheduler's lease filter, one SQL condition on
+  ``hosts.name``: a request that names no reservation never lands on a host
+  an active reservation holds; one that names a reservation lands only on
+  that reservation's hosts, and only while its lease is ACTIVE and for the
+  lease's project.
+* :func:`parse_properties`: Blazar's ``hypervisor_properties`` JSON query
+  (``[">=", "$memory_mb", "4096"]``, ``["and", [...], [...]]``) on the
+  hosts' fields, as an SQL condition.
+* :func:`instances_of`: what ``on_end`` applies to.
+"""
+
+import json
+
+import sqlalchemy as sa
+
+from common import exception
+from common import leases as rules
+from common import states
+from common.db import models
+
+H = models.Host.__table__
+I = models.Instance.__table__           # noqa: E741 (the table, read as "I")
+L = models.Lease.__table__
+R = models.Reservation.__table__
+RH = models.ReservationHost.__table__
+
+# Reservations in these statuses hold their hosts for their lease's window.
+HOLDING = (rules.reservation.PENDING, rules.reservation.ACTIVE)
+
+# Host fields a query may name (Blazar's names too), and their types.
+FIELDS = {'name': (H.c.name, str), 'hypervisor_hostname': (H.c.name, str),
+          'vcpus': (H.c.vcpus, float), 'memory_mb': (H.c.memory_mb, float),
+          'disk_gb': (H.c.disk_gb, float), 'local_gb': (H.c.disk_gb, float)}
+OPERATORS = {'==': '__eq__', '=': '__eq__', '!=': '__ne__', '<': '__lt__',
+             '<=': '__le__', '>': '__gt__', '>=': '__ge__'}
+
+
+# --- hypervisor_properties ---------------------------------------------------
+
+def parse_properties(text, field='hypervisor_properties'):
+    """The SQL condition of a Blazar JSON query ('' or '[]': any host).
+
+    Raises :class:`~common.exception.Invalid` naming ``field`` and what is
+    wrong with it.
+    """
+    if not text or not text.strip():
+        return sa.true()
+    try:
+        query = json.loads(text)
+    except ValueError as err:
+        raise _bad(field, text, 'It is not JSON: %s' % err) from None
+    if query == []:
+        return sa.true()
+    try:
+        return _condition(query)
+    except ValueError as err:
+        raise _bad(field, text, str(err)) from None
+
+
+def _bad(field, text, why):
+    return exception.Invalid('Invalid input for field/attribute %s. Value: '
+                             '%r. %s' % (field, text, why))
+
+
+def _condition(query):
+    if not isinstance(query, list) or not query:
+        raise ValueError('Expected a list like [">=", "$memory_mb", "4096"] '
+                         'or ["and", [...], ...], got %r' % (query,))
+    op = query[0]
+    if op in ('and', 'or'):
+        if len(query) < 2:
+            raise ValueError('%r needs at least one condition' % op)
+        parts = [_condition(part) for part in query[1:]]
+        return sa.and_(*parts) if op == 'and' else sa.or_(*parts)
+    if op not in OPERATORS or len(query) != 3:
+        raise ValueError('%r is not [OPERATOR, "$FIELD", VALUE] with '
+                         'OPERATOR one of %s, and, or'
+                         % (query, ', '.join(OPERATORS)))
+    name, value = query[1], query[2]
+    if not isinstance(name, str) or name.lstrip('$') not in FIELDS:
+        raise ValueError('Unknown host field %r; known: %s' % (
+            name, ', '.join('$' + f for f in FIELDS)))
+    column, kind = FIELDS[name.lstrip('$')]
+    try:
+        value = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError('%s compares with a number, not %r'
+                         % (name, value)) from None
+    return getattr(column, OPERATORS[op])(value)
+
+
+# --- picking hosts for a lease -----------------------------------------------
+
+def busy_hosts(conn, *, start, end, lease_id):
+    """{host: (start, end)} of the other leases' holds overlapping the window."""
+    query = sa.select(RH.c.host, L.c.start_date, L.c.end_date).select_from(
+        RH.join(R, R.c.id == RH.c.reservation_id).join(
+            L, L.c.id == R.c.lease_id)).where(
+        R.c.status.in_(HOLDING), L.c.id != lease_id,
+        L.c.start_date < end, L.c.end_date > start)
+    return {row.host: (row.start_date, row.end_date)
+            for row in conn.execute(query)}
+
+
+def pick(conn, *, lease_id, index, reservation, start, end, taken=(),
+         prefer=()):
+    """Host names for ``reservation`` (min_hosts to max_hosts of them).
+
+    ``taken``: hosts another reservation of the same lease already has;
+    ``prefer``: hosts to keep when possible (an update re-picking). Raises
+    :class:`~common.exception.NotEnoughHosts` with the reason.
+    """
+    field = 'reservations.%d.hypervisor_properties' % index
+    matching = conn.execute(
+        sa.select(H.c.name, H.c.used_memory_mb).where(
+            H.c.enabled.is_(True),
+            parse_properties(reservation['hypervisor_properties'], field))
+        .order_by(H.c.name).with_for_update()).all()
+    busy = busy_hosts(conn, start=start, end=end, lease_id=lease_id)
+    free = [row for row in matching
+            if row.name not in busy and row.name not in taken]
+    # Keep what it had, then the emptiest hosts: fewer instances to share.
+    free.sort(key=lambda row: (row.name not in prefer, row.used_memory_mb,
+                               row.name))
+    if len(free) < reservation['min_hosts']:
+        raise exception.NotEnoughHosts(lease=lease_id, reason=_shortage(
+            index, reservation, start, end, matching, busy, taken, free))
+    return [row.name for row in free[:reservation['max_hosts']]]
+
+
+def _shortage(index, reservation, start, end, matching, busy, taken, free):
+    held = sorted(row.name for row in matching if row.name in busy)
+    parts = ['%d enabled host(s) match' % len(matching)]
+    if held:
+        parts.append('%s held by other leases then (%s)' % (
+            len(held), ', '.join('%s until %s' % (h, busy[h][1])
+                                 for h in held)))
+    mine = sorted(row.name for row in matching if row.name in taken)
+    if mine:
+        parts.append('%s taken by this lease\'s other reservations'
+                     % ', '.join(mine))
+    parts.append('%d free' % len(free))
+    return ('reservation %d needs at least %d host(s)%s free from %s to %s; '
+            '%s' % (index, reservation['min_hosts'],
+                    (' matching %s' % reservation['hypervisor_properties'])
+                    if reservation['hypervisor_properties'] else '',
+                    start, end, ', '.join(parts)))
+
+
+def hold(conn, lease_id, index, res_id, spec, start, end, taken, prefer=()):
+    """:func:`pick` hosts for reservation ``res_id`` and hold them."""
+    hosts = pick(conn, lease_id=lease_id, index=index, reservation=spec,
+                 start=start, end=end, taken=taken, prefer=prefer)
+    for host in hosts:
+        conn.execute(sa.insert(RH).values(reservation_id=res_id, host=host))
+    return hosts
+
+
+def recheck(conn, lease, new):
+    """Hosts for the new window of ``lease`` (dates in ``new``): one that
+    has not started picks again (keeping its hosts where it can); one that
+    has must keep its hosts, free of other leases until its new end."""
+    started = any(e['event_type'] == rules.START_LEASE
+                  and e['status'] != rules.event.UNDONE
+                  for e in lease['events'])
+    taken = []
+    for index, res in enumerate(lease['reservations']):
+        if not started:
+            conn.execute(sa.delete(RH).where(RH.c.reservation_id == res['id']))
+            taken += hold(conn, lease['id'], index, res['id'], res,
+                          new['start_date'], new['end_date'], taken,
+                          prefer=res['hosts'])
+            continue
+        busy = busy_hosts(conn, start=new['start_date'], end=new['end_date'],
+                          lease_id=lease['id'])
+        clash = sorted(h for h in res['hosts'] if h in busy)
+        if clash:
+            raise exception.NotEnoughHosts(lease=lease['id'], reason=(
+                'it has started, so it keeps its hosts, and %s %s held by '
+                'another lease before %s' % (
+                    ', '.join(clash), 'is' if len(clash) == 1 else 'are',
+                    new['end_date'])))
+
+
+def instances_of(conn, reservation):
+    """Live instances that used ``reservation`` (a lease's reservation
+    with its ``hosts``, ``activated_at`` and the lease's ``project_id``):
+    those of the lease's project on its hosts created since it became
+    active. While it is active nothing else can land there (the lease
+    filter keeps other requests, migrations and rebuilds off; a resize
+    stays on its host), so these are exactly the instances that named it.
+    """
+    if not reservation['hosts'] or reservation['activated_at'] is None:
+        return []
+    query = sa.select(I).where(
+        I.c.host.in_(reservation['hosts']),
+        I.c.project_id == reservation['project_id'],
+        I.c.created_at >= reservation['activated_at'],
+        I.c.vm_state != states.vm.HARD_DELETED).order_by(I.c.created_at)
+    return [dict(r._mapping) for r in conn.execute(query)]
+
+
+# --- the scheduler's filter --------------------------------------------------
+
+def _held_now():
+    return sa.select(RH.c.host).select_from(
+        RH.join(R, R.c.id == RH.c.reservation_id)).where(
+        R.c.status == rules.reservation.ACTIVE)
+
+
+def placement(reservation_id, project_id):
+    """The lease filter: an SQL condition on ``hosts.name``."""
+    if reservation_id is None:
+        return H.c.name.not_in(_held_now())
+    mine = sa.select(RH.c.host).select_from(
+        RH.join(R, R.c.id == RH.c.reservation_id).join(
+            L, L.c.id == R.c.lease_id)).where(
+        R.c.id == reservation_id, R.c.status == rules.reservation.ACTIVE,
+        L.c.status == rules.lease.ACTIVE, L.c.project_id == project_id)
+    return H.c.name.in_(mine)
+
+
+def explain_placement(conn, reservation_id, project_id):
+    """Why the lease filter left so few hosts, for a NoValidHost reason."""
+    if reservation_id is None:
+        held = sorted(conn.execute(_held_now()).scalars())
+        if not held:
+            return ''
+        return '%d host(s) held by active leases (%s)' % (
+            len(held), ', '.join(held))
+    row = conn.execute(sa.select(R.c.status, L.c.id, L.c.status.label(
+        'lease_status'), L.c.project_id, L.c.start_date, L.c.end_date)
+        .select_from(R.join(L, L.c.id == R.c.lease_id))
+        .where(R.c.id == reservation_id)).first()
+    if row is None or row.project_id != project_id:
+        return 'reservation %s does not exist' % reservation_id
+    if (row.lease_status, row.status) != (rules.lease.ACTIVE,
+                                          rules.reservation.ACTIVE):
+        return ('reservation %s is not usable now: its lease %s is %s '
+                '(from %s to %s)' % (reservation_id, row.id,
+                                     row.lease_status, row.start_date,
+                                     row.end_date))
+    hosts = sorted(conn.execute(sa.select(RH.c.host).where(
+        RH.c.reservation_id == reservation_id)).scalars())
+    return 'reservation %s holds only %s' % (reservation_id,
+                                              ', '.join(hosts))

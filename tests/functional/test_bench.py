@@ -1,0 +1,82 @@
+"""Every benchmark scenario once, at its tiny size, so that none can rot.
+
+The figures are not compared with the targets here (that is what
+``python -m bench`` and bench/RESULTS.md are for): a scenario must run and
+produce well-formed figures. Scenarios on RabbitMQ and PostgreSQL need
+``TRISTATE_TEST_RABBIT_URL`` and ``TRISTATE_TEST_PG_URL`` (skipped without,
+failed when ``CI=true``), as the integration tests do.
+"""
+
+import argparse
+import json
+import math
+import os
+
+import pytest
+
+from bench import core
+from bench import scenarios
+
+NEEDS_SERVICES = {'burst_rabbit', 'reports', 'memory'}
+
+
+def _run(module):
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    return module.run(parser.parse_args(module.TINY))
+
+
+def _need_services(name):
+    if name not in NEEDS_SERVICES:
+        return
+    if os.environ.get('TRISTATE_TEST_RABBIT_URL') and os.environ.get(
+            'TRISTATE_TEST_PG_URL'):
+        return
+    reason = ('scenario %s needs TRISTATE_TEST_RABBIT_URL and '
+              'TRISTATE_TEST_PG_URL (tools/test-services.sh)' % name)
+    if os.environ.get('CI') == 'true':
+        pytest.fail('CI needs RabbitMQ and PostgreSQL: ' + reason,
+                    pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.mark.parametrize('name', list(scenarios.ALL))
+def test_scenario_runs_and_gives_figures(name):
+    if name == 'shutdown_libvirt':
+        pytest.importorskip('libvirt')
+    _need_services(name)
+    figures = _run(scenarios.ALL[name])
+    assert figures, 'scenario %s produced no figure' % name
+    for fig in figures:
+        assert isinstance(fig, core.Figure)
+        assert fig.scenario == name
+        assert fig.metric and fig.unit
+        assert math.isfinite(fig.value) and fig.value >= 0, fig
+        assert fig.met in (None, True, False)
+        assert (fig.op is None) == (fig.bound is None), fig
+        record = json.loads(json.dumps(fig.as_json()))
+        assert record['value'] == fig.value
+
+
+def test_every_scenario_is_in_the_table_order():
+    assert list(scenarios.ALL) == [
+        'build_one', 'burst', 'delete', 'burst_rabbit', 'shutdown',
+        'shutdown_libvirt', 'reports', 'scheduler', 'conflicts', 'memory']
+
+
+def test_output_prints_a_table_and_json_lines(tmp_path, capsys):
+    out = core.Output(json_out=str(tmp_path / 'figures.jsonl'))
+    out.add([core.Figure('s', 'm', 12.5, 'ms', '<=', 20, size='tiny')])
+    out.finish()
+    printed = capsys.readouterr().out
+    assert json.loads(printed.splitlines()[0])['met'] is True
+    assert 'met' in printed.splitlines()[-1]
+    lines = (tmp_path / 'figures.jsonl').read_text().splitlines()
+    assert json.loads(lines[0])['target'] == '≤ 20 ms'
+
+
+def test_options_after_the_scenario_reach_it(capsys):
+    from bench import __main__ as cli
+    assert cli.main(['--tiny', 'scheduler', '--hosts', '7']) == 0
+    first = capsys.readouterr().out.splitlines()[1]
+    assert json.loads(first)['size'].startswith('7 hosts')
