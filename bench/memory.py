@@ -23,7 +23,7 @@ from bench import reports
 from bench import services
 
 NAME = 'memory'
-TINY = ['--instances', '100', '--domains', '5']
+TINY = ['--instances', '100', '--domains', '5', '--settle', '0.5']
 AGENT = 'hmem'
 PER_HOST = 20
 

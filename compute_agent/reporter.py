@@ -83,6 +83,8 @@ class Reporter:
         self.started_at = datetime.datetime.now(datetime.UTC).replace(
             tzinfo=None).isoformat()
         self._pending = {}           # uuid -> latest unsent report
+        self._flush_lock = threading.Lock()
+        self.full_reports_sent = 0     # for operators' logs and the tests
         self._orphans_seen = {}      # uuid -> when first reported unowned
         self._pending_lock = threading.Lock()
         self._lost_tasks = list(journal.take_all())
@@ -125,7 +127,13 @@ class Reporter:
     def full_report(self):
         seq, reports = read_all(self.driver)
         self._queue(reports)
-        return self.flush(full=seq)
+        sent = self.flush(full=seq)
+        if sent:
+            self.full_reports_sent += 1
+            # Xen keeps guests that shut down ("preserve") until reported:
+            # reported now, so they can go (seed 003's periodic cleanup).
+            self.driver.cleanup_preserved()
+        return sent
 
     def _queue(self, reports):
         """Keep the newest report per domain until it is sent."""
@@ -138,6 +146,13 @@ class Reporter:
     def flush(self, *, full=False):
         """Send every queued report; keep them if the conductor is away.
         ``full``: the seq of a read of every domain (see :func:`read_all`)."""
+        # One report batch in flight per agent, so that the conductor gets
+        # them in the order they were read (it skips unchanged states and
+        # relies on a later batch never carrying an older state).
+        with self._flush_lock:
+            return self._flush_locked(full)
+
+    def _flush_locked(self, full):
         with self._pending_lock:
             batch = list(self._pending.values())
         if not batch and not full:

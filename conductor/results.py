@@ -172,19 +172,18 @@ class Results:
         destroy, orphans = [], []
         if full and not isinstance(full, bool):
             self._not_found(host, {r.get('uuid') for r in reports}, full)
+        current = self.db.get_instances(r.get('uuid') for r in reports)
         for report in reports:
             try:
-                stored = self.db.store_power_report(
-                    report['uuid'], host=host, state=report['power_state'],
-                    reason=report.get('reason'), seq=report['seq'])
-            except (exception.Invalid, KeyError, ValueError) as err:
+                stored = self._store(host, report, current.get(report['uuid']))
+            except (exception.Invalid, KeyError, TypeError, ValueError) as err:
                 LOG.warning('Bad power report from %s ignored: %r (%s)',
                             host, report, err)
                 continue
             if stored is not None:
                 if self.reconciler.consider(stored):
                     destroy.append(report['uuid'])
-            elif self._is_orphan(host, report):
+            elif self._is_orphan(host, report, current.get(report['uuid'])):
                 orphans.append(report['uuid'])
         conf = self.conf.reconcile
         return {'destroy': destroy,
@@ -201,15 +200,30 @@ class Results:
             if stored is not None:
                 self.reconciler.consider(stored)
 
-    def _is_orphan(self, host, report):
+    def _store(self, host, report, inst):
+        """The instance as it stands after ``report``; None if the report
+        is not for an instance of ``host`` or is older than the stored one.
+        Only a change is written: a report that says what is stored already
+        (the common case of a periodic full report) costs no write."""
+        power_state = states.normalize_power_state(report['power_state'])
+        reason = report.get('reason')
+        if inst is None or inst['host'] != host:
+            return None
+        if int(report['seq']) <= inst['power_seq']:
+            return None
+        if (power_state, reason) == (inst['power_state'], inst['power_reason']):
+            return inst
+        return self.db.store_power_report(report['uuid'], host=host,
+                                          state=power_state, reason=reason,
+                                          seq=report['seq'])
+
+    def _is_orphan(self, host, report, inst=None):
         """A running domain whose report was not stored: no instance at
         all, or one that lives on another host now (a leftover of a
         migration). Never while the instance's task runs: a migration's
         destination has the domain before the instance moves there."""
         if report['power_state'] == states.power.NOSTATE:
             return False
-        try:
-            inst = self.db.get_instance(report['uuid'])
-        except exception.InstanceNotFound:
+        if inst is None:
             return True
         return inst['host'] != host and inst['task_id'] is None

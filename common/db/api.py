@@ -106,6 +106,16 @@ class StateDB:
             lambda conn: [dict(r._mapping) for r in conn.execute(query)],
             readonly=True)
 
+    def get_instances(self, uuids):
+        """{uuid: instance} for the given uuids, in one query."""
+        uuids = list(uuids)
+        if not uuids:
+            return {}
+        query = sa.select(I).where(I.c.uuid.in_(uuids))
+        return self.db.transaction(
+            lambda conn: {r.uuid: dict(r._mapping) for r in conn.execute(query)},
+            readonly=True)
+
     def list_actions(self, instance_uuid):
         query = (sa.select(LOGT).where(LOGT.c.instance_uuid == instance_uuid)
                  .order_by(LOGT.c.started_at, LOGT.c.id))

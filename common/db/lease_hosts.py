@@ -16,7 +16,8 @@ which instances used a reservation.
 * :func:`parse_properties`: Blazar's ``hypervisor_properties`` JSON query
   (``[">=", "$memory_mb", "4096"]``, ``["and", [...], [...]]``) on the
   hosts' fields, as an SQL condition.
-* :func:`instances_of`: what ``on_end`` applies to.
+* :func:`record_instance`, :func:`instances_of`: the instances placed on
+  a reservation (the scheduler records them), what ``on_end`` applies to.
 """
 
 import json
@@ -33,6 +34,7 @@ I = models.Instance.__table__           # noqa: E741 (the table, read as "I")
 L = models.Lease.__table__
 R = models.Reservation.__table__
 RH = models.ReservationHost.__table__
+RI = models.ReservationInstance.__table__
 
 # Reservations in these statuses hold their hosts for their lease's window.
 HOLDING = (rules.reservation.PENDING, rules.reservation.ACTIVE)
@@ -192,20 +194,25 @@ def recheck(conn, lease, new):
                     new['end_date'])))
 
 
+def record_instance(conn, reservation_id, instance_uuid, now):
+    """The scheduler placed ``instance_uuid`` on the reservation's hosts
+    because it named it. Nothing is recorded if the reservation is gone
+    (its lease was deleted meanwhile)."""
+    conn.execute(sa.insert(RI).from_select(
+        ['reservation_id', 'instance_uuid', 'created_at'],
+        sa.select(R.c.id, sa.literal(instance_uuid), sa.literal(now))
+        .where(R.c.id == reservation_id)))
+
+
 def instances_of(conn, reservation):
-    """Live instances that used ``reservation`` (a lease's reservation
-    with its ``hosts``, ``activated_at`` and the lease's ``project_id``):
-    those of the lease's project on its hosts created since it became
-    active. While it is active nothing else can land there (the lease
-    filter keeps other requests, migrations and rebuilds off; a resize
-    stays on its host), so these are exactly the instances that named it.
-    """
-    if not reservation['hosts'] or reservation['activated_at'] is None:
+    """Live instances placed on ``reservation`` (a lease's reservation with
+    its ``hosts``) that are still on its hosts: what ``on_end`` handles."""
+    if not reservation['hosts']:
         return []
-    query = sa.select(I).where(
+    query = sa.select(I).select_from(
+        I.join(RI, RI.c.instance_uuid == I.c.uuid)).where(
+        RI.c.reservation_id == reservation['id'],
         I.c.host.in_(reservation['hosts']),
-        I.c.project_id == reservation['project_id'],
-        I.c.created_at >= reservation['activated_at'],
         I.c.vm_state != states.vm.HARD_DELETED).order_by(I.c.created_at)
     return [dict(r._mapping) for r in conn.execute(query)]
 

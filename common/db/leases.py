@@ -38,6 +38,7 @@ from common.db import models
 L = models.Lease.__table__
 R = models.Reservation.__table__
 RH = models.ReservationHost.__table__
+RI = models.ReservationInstance.__table__
 E = models.LeaseEvent.__table__
 
 DERIVE = 'DERIVE'           # _change(to=DERIVE): the status the events give
@@ -216,11 +217,9 @@ class LeaseDB:
                 event_type='change', lease=before['id'],
                 reason='its status moved from %s meanwhile' % before['status'])
         for res_id, (old, new) in res_moves.items():
-            extra = {'activated_at': now} if new == rules.reservation.ACTIVE \
-                else {}
             conn.execute(sa.update(R).where(R.c.id == res_id,
                                             R.c.status == old)
-                         .values(status=new, updated_at=now, **extra))
+                         .values(status=new, updated_at=now))
         for ev in events:
             row = ev_rows[ev.event_type]
             new = {'updated_at': now, **ev.values}
@@ -458,9 +457,9 @@ class LeaseDB:
                     action='delete', lease=lease_id,
                     reason='its status is %s, not DELETING' % lease['status'])
             res_ids = [r['id'] for r in lease['reservations']]
-            if res_ids:
-                conn.execute(sa.delete(RH).where(
-                    RH.c.reservation_id.in_(res_ids)))
+            for table in (RH, RI):
+                conn.execute(sa.delete(table).where(
+                    table.c.reservation_id.in_(res_ids)))
             conn.execute(sa.delete(E).where(E.c.lease_id == lease_id))
             conn.execute(sa.delete(R).where(R.c.lease_id == lease_id))
             conn.execute(sa.delete(L).where(L.c.id == lease_id,

@@ -183,9 +183,6 @@ class Reservation(Base):
     # empty: any host.
     hypervisor_properties: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(_state)
-    # When the start made it active: instances of the lease's project
-    # created on its hosts since then are the ones that named it.
-    activated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
     updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
 
@@ -202,6 +199,20 @@ class ReservationHost(Base):
         _uuid, ForeignKey('reservations.id'), index=True)
     host: Mapped[str] = mapped_column(_name, ForeignKey('hosts.name'),
                                       index=True)
+
+
+class ReservationInstance(Base):
+    """An instance the scheduler placed on a reservation's hosts because
+    it named the reservation: the lease's on_end applies to it."""
+    __tablename__ = 'reservation_instances'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    reservation_id: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('reservations.id'), index=True)
+    instance_uuid: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('instances.uuid'), index=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
 
 
 class LeaseEvent(Base):

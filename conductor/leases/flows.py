@@ -140,8 +140,7 @@ class LeaseFlows:
         warning. A delete always works.
         """
         ctx = tcontext.get_admin_context()
-        insts = self.db.reservation_instances(
-            dict(reservation, project_id=lease['project_id']))
+        insts = self.db.reservation_instances(reservation)
         for inst in insts:
             LOG.info('Lease %s ends: %s instance %s (on_end)', lease['id'],
                      lease['on_end'], inst['uuid'])

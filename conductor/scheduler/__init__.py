@@ -10,7 +10,8 @@ reason, and ``select_destinations.error``.
 
 Leases (:func:`common.db.lease_hosts.placement`): a request that names no
 reservation never lands on a host an active reservation holds; one that
-names a reservation (``reservation_id``) lands only on its hosts. A resize
+names a reservation (``reservation_id``) lands only on its hosts, and is
+recorded as the reservation's (its lease's on_end applies to it). A resize
 stays on its host whatever holds it.
 """
 
@@ -72,6 +73,10 @@ class Scheduler:
                     flavor_name=flavor.name)
             except exception.HostCapacityExceeded:
                 continue        # another conductor took the room first
+            if reservation_id is not None:      # its lease's on_end applies
+                self.db.db.transaction(
+                    lease_hosts.record_instance, reservation_id,
+                    instance_uuid, self.db.clock())
             self.notifier.info(task_ctx, 'select_destinations.end',
                                'RequestSpecPayload',
                                dict(request, host=host['name']))

@@ -88,6 +88,9 @@ def test_a_lease_from_pending_to_terminated(lplane, clock, ctx):
     assert early['vm_state'] == vm.ERROR, summary(early)     # not started
     assert 'is not usable now: its lease %s is PENDING' % lease['id'] in (
         lplane.statedb.list_actions(early['uuid'])[-1]['message'])
+    # before the start the host is in the common pool (spread: one each)
+    there = [build(lplane, ctx, name='there%d' % i) for i in range(3)]
+    assert reserved in {i['host'] for i in there}
     assert _run_job(lplane) == {}
 
     _advance(lplane, clock, HOUR)
@@ -122,7 +125,7 @@ def test_a_lease_from_pending_to_terminated(lplane, clock, ctx):
             vm.HARD_DELETED)
         assert lplane.statedb.list_actions(inst['uuid'])[-1]['user_id'] == (
             context.SYSTEM_USER)
-    for inst in others:
+    for inst in others + there:     # even the one already on the host
         assert lplane.statedb.get_instance(inst['uuid'])['vm_state'] == (
             vm.ACTIVE)
     assert [(t, s) for t, _, s in

@@ -3,6 +3,7 @@
 (a real socket, port 0), as a user of one project."""
 
 import json
+import logging
 
 import pytest
 
@@ -24,8 +25,16 @@ def tristate(endpoint, capsys):
     token = api_support.new_project()
 
     def run(*argv):
-        code = cli_main.main(['--os-endpoint', endpoint, '--os-token', token,
-                              *argv])
+        # cliff sets the root logger to DEBUG with a handler on this test's
+        # captured stderr: put the process's logging back as it was.
+        root = logging.getLogger()
+        level, handlers = root.level, list(root.handlers)
+        try:
+            code = cli_main.main(['--os-endpoint', endpoint, '--os-token',
+                                  token, *argv])
+        finally:
+            root.setLevel(level)
+            root.handlers[:] = handlers
         out, err = capsys.readouterr()
         return code, out, err
 

@@ -74,11 +74,15 @@ def wait_settled(plane, uuid, what, predicate):
 
 
 def wait_newer_report(plane, uuid, row):
-    """The row once a power report newer than ``row``'s is stored (the
-    agents report in full every 0.5 s): a later event to check against."""
-    return wait_instance(plane, uuid,
-                         lambda i: i['power_seq'] > row['power_seq'],
-                         what='a newer power report')
+    """The row once the instance's agent has sent two more full reports
+    (every 0.5 s here) and the conductor has answered them: a later event to
+    check against. (The conductor writes only changes, so an unchanged
+    report leaves no trace in the row itself.)"""
+    reporter = plane.agents[row['host']].reporter
+    target = reporter.full_reports_sent + 2
+    wait_for(lambda: reporter.full_reports_sent >= target,
+             what='two more full power reports from %s' % row['host'])
+    return plane.statedb.get_instance(uuid)
 
 
 def check_reconciled(entry, before, after, why):

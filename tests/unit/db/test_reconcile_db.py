@@ -711,7 +711,8 @@ def test_a_full_report_without_an_instance_means_its_domain_is_gone(world):
     def state(uuid):
         inst = world.db.get_instance(uuid)
         return inst['vm_state'], inst['power_state'], inst['power_seq']
-    assert state(listed) == (vm.ACTIVE, power.RUNNING, 21)
+    # unchanged: nothing written (only changes are), the stored seq stays
+    assert state(listed) == (vm.ACTIVE, power.RUNNING, 10)
     assert state(missing) == (vm.ERROR, power.NOSTATE, 20)
     assert state(stopped) == (vm.ERROR, power.NOSTATE, 20)
     assert state(newer) == (vm.ACTIVE, power.RUNNING, 30)

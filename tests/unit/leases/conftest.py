@@ -84,7 +84,7 @@ def force(ldb, lease_id, status, combination=None):
         conn.execute(sa.update(L).where(L.c.id == lease_id)
                      .values(status=status))
         conn.execute(sa.update(R).where(R.c.lease_id == lease_id)
-                     .values(status=res, activated_at=ldb.clock()))
+                     .values(status=res))
         for event_type, value in (('start_lease', start), ('end_lease', end)):
             running = value == ev.IN_PROGRESS
             conn.execute(sa.update(E).where(

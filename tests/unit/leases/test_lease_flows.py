@@ -25,13 +25,17 @@ def _body(clock, *, start_in=HOUR, hours=1, count=1, **extra):
                                    'min': count, 'max': count}]}, **extra)
 
 
-def _on_host(statedb, ctx, host, name='vm'):
-    """An instance placed on ``host`` (its build task still claimed)."""
+def _on_host(statedb, ctx, host, name='vm', reservation_id=None):
+    """An instance placed on ``host`` (its build task still claimed), on
+    ``reservation_id`` if given, as the scheduler places one."""
     inst = statedb.create_instance(ctx, dict(
         FLAVOR_ARGS, name=name, project_id=ctx.project_id,
         user_id=ctx.user_id, flavor_name='tiny', image_ref='cirros'))
     statedb.allocate(ctx.for_task(inst['task_id']), inst['uuid'], host,
                      vcpus=1, memory_mb=512, disk_gb=1)
+    if reservation_id is not None:
+        statedb.db.transaction(lease_hosts.record_instance, reservation_id,
+                               inst['uuid'], statedb.clock())
     return inst['uuid']
 
 
@@ -85,15 +89,17 @@ def test_start_now_and_a_late_end(lflows, runner, ctx, clock, lease_conf):
 def test_on_end_handles_the_instances_that_used_the_reservation(
         lflows, runner, statedb, ctx, clock, on_end, call):
     lease = lflows.create(ctx, _body(clock, on_end=on_end))
-    (host,) = lease['reservations'][0]['hosts']
+    res = lease['reservations'][0]
+    (host,) = res['hosts']
     before = _on_host(statedb, ctx, host, 'before')
     clock.advance(HOUR.total_seconds())
     runner.run_due()
-    mine = _on_host(statedb, ctx, host, 'mine')
+    mine = _on_host(statedb, ctx, host, 'mine', res['id'])
     other = ctx.for_task(None)
     other.project_id = 'someone-else'
     theirs = _on_host(statedb, other, host, 'theirs')
-    elsewhere = _on_host(statedb, ctx, 'h3', 'elsewhere')
+    gone = _on_host(statedb, ctx, host, 'gone', res['id'])
+    statedb.hard_delete(ctx, gone)
     statedb.finish_task(ctx.for_task(
         statedb.get_instance(mine)['task_id']), mine)
 
@@ -101,7 +107,7 @@ def test_on_end_handles_the_instances_that_used_the_reservation(
     runner.run_due()
     assert lflows.get(ctx, lease['id'])['status'] == ls.TERMINATED
     assert lflows.flows.calls == [(call, mine)]
-    assert {before, theirs, elsewhere}.isdisjoint(
+    assert {before, theirs, gone}.isdisjoint(
         uuid for _, uuid in lflows.flows.calls)
 
 
@@ -129,7 +135,8 @@ def test_a_run_that_keeps_failing_ends_in_error(lflows, runner, ctx, clock,
 def test_delete_from_every_status(lflows, make_lease, ldb, statedb, ctx,
                                   status):
     lease = make_lease()
-    inst = _on_host(statedb, ctx, lease['reservations'][0]['hosts'][0])
+    res = lease['reservations'][0]
+    inst = _on_host(statedb, ctx, res['hosts'][0], reservation_id=res['id'])
     force(ldb, lease['id'], status)
     removed = lflows.delete(ctx, lease['id'])
     assert removed['status'] == ls.DELETING
@@ -156,6 +163,17 @@ def test_delete_wins_over_a_start_in_progress(lflows, runner, ctx, clock,
     with pytest.raises(exception.LeaseNotFound):
         lflows.get(ctx, lease['id'])
     assert lflows.notifier.types() == ['lease.create', 'lease.delete']
+
+
+def test_nothing_is_recorded_on_a_reservation_that_is_gone(statedb, ldb,
+                                                          ctx, make_lease,
+                                                          lflows):
+    lease = make_lease()
+    res = lease['reservations'][0]
+    lflows.delete(ctx, lease['id'])
+    inst = _on_host(statedb, ctx, res['hosts'][0], reservation_id=res['id'])
+    assert ldb.reservation_instances(res) == []
+    assert statedb.get_instance(inst)['host'] == res['hosts'][0]
 
 
 def test_other_projects_do_not_see_a_lease(lflows, ctx, clock):

@@ -1,4 +1,5 @@
-"""Leases: leases, their reservations, the hosts those hold, and their events.
+"""Leases: leases, their reservations, the hosts and instances those hold,
+and their events.
 
 Revision ID: 0002
 Revises: 0001
@@ -47,7 +48,6 @@ def upgrade():
         sa.Column('max_hosts', sa.Integer(), nullable=False),
         sa.Column('hypervisor_properties', sa.Text(), nullable=False),
         sa.Column('status', sa.String(32), nullable=False),
-        sa.Column('activated_at', sa.DateTime(), nullable=True),
         *_timestamps(),
         sa.PrimaryKeyConstraint('id', name='pk_reservations'),
         sa.ForeignKeyConstraint(['lease_id'], ['leases.id'],
@@ -73,6 +73,25 @@ def upgrade():
                     ['host'])
 
     op.create_table(
+        'reservation_instances',
+        sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column('reservation_id', sa.String(36), nullable=False),
+        sa.Column('instance_uuid', sa.String(36), nullable=False),
+        sa.Column('created_at', sa.DateTime(), nullable=False),
+        sa.PrimaryKeyConstraint('id', name='pk_reservation_instances'),
+        sa.ForeignKeyConstraint(
+            ['reservation_id'], ['reservations.id'],
+            name='fk_reservation_instances_reservation_id_reservations'),
+        sa.ForeignKeyConstraint(
+            ['instance_uuid'], ['instances.uuid'],
+            name='fk_reservation_instances_instance_uuid_instances'),
+    )
+    op.create_index('ix_reservation_instances_reservation_id',
+                    'reservation_instances', ['reservation_id'])
+    op.create_index('ix_reservation_instances_instance_uuid',
+                    'reservation_instances', ['instance_uuid'])
+
+    op.create_table(
         'lease_events',
         sa.Column('id', sa.String(36), nullable=False),
         sa.Column('lease_id', sa.String(36), nullable=False),
@@ -95,6 +114,7 @@ def upgrade():
 
 def downgrade():
     op.drop_table('lease_events')
+    op.drop_table('reservation_instances')
     op.drop_table('reservation_hosts')
     op.drop_table('reservations')
     op.drop_table('leases')
