@@ -125,9 +125,13 @@ class Reporter:
         self._wake.set()
 
     def full_report(self):
-        seq, reports = read_all(self.driver)
-        self._queue(reports)
-        sent = self.flush(full=seq)
+        # Read, queue and send under the flush lock: the batch that says
+        # "this is every domain" then holds every domain read, never one
+        # that the event sender took away in between.
+        with self._flush_lock:
+            seq, reports = read_all(self.driver)
+            self._queue(reports)
+            sent = self._flush_locked(full=seq)
         if sent:
             self.full_reports_sent += 1
             # Xen keeps guests that shut down ("preserve") until reported:
