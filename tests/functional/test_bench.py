@@ -9,6 +9,7 @@ failed when ``CI=true``), as the integration tests do.
 
 import argparse
 import json
+import logging
 import math
 import os
 
@@ -18,6 +19,23 @@ from bench import core
 from bench import scenarios
 
 NEEDS_SERVICES = {'burst_rabbit', 'reports', 'memory'}
+
+
+@pytest.fixture(autouse=True)
+def _logging_left_as_found():
+    """The scenarios quieten Tristate's loggers for their own output
+    (bench.plane.quiet_logs); later tests in this process need them back."""
+    names = ['', 'oslo_messaging', 'kombu', 'amqp', 'cheroot', 'werkzeug',
+             'api', 'conductor', 'compute_agent', 'common']
+    levels = {name: logging.getLogger(name).level for name in names}
+    handlers = list(logging.getLogger().handlers)
+    yield
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if handler not in handlers:
+            root.removeHandler(handler)
 
 
 def _run(module):
