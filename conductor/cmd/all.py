@@ -84,7 +84,7 @@ def run_demo(plane):
         inst = _wait_idle(client, ctx, inst['uuid'])
         _show(inst, 'build (%.0f ms)' % ((time.monotonic() - started) * 1e3))
         insts.append(inst)
-    web1, _web2, db1 = insts
+    web1, web2, db1 = insts
     print('Walking web1 through the action table:')
     for action, params in (('stop', {}), ('start', {}), ('pause', {}),
                            ('unpause', {}), ('resize', {'flavor': 'medium'}),
@@ -96,6 +96,8 @@ def run_demo(plane):
         client.run_action(ctx, web1['uuid'], 'unpause')
     except exception.TristateError as err:
         print('  refused: %s' % err)
+    if plane.conf.compute.driver == 'fake':
+        _guest_shutdown(plane, web2)
     print('Hard delete works even with the host\'s agent stopped:')
     plane.stop_agent(db1['host'])
     deleted = client.delete_instance(ctx, db1['uuid'])
@@ -115,6 +117,28 @@ def run_demo(plane):
             host['name'], host['used_vcpus'], host['vcpus'],
             host['used_memory_mb'], host['memory_mb']))
     return 0
+
+
+def _guest_shutdown(plane, inst, timeout=10.0):
+    """Power the guest off behind the control plane's back, as
+    ``tristate-fakevirt guest-shutdown`` does, and wait for reconcile."""
+    from compute_agent.virt import fake
+    print('The guest of web2 powers itself off (nobody asks Tristate):')
+    started = time.monotonic()
+    fake.HostStore(plane.conf.state_dir, inst['host']).set_power(
+        inst['uuid'], states.power.SHUTDOWN, states.REASON_GUEST,
+        by='demo')
+    deadline = started + timeout
+    while time.monotonic() < deadline:
+        now = plane.statedb.get_instance(inst['uuid'])
+        if now['vm_state'] == states.vm.STOPPED:
+            break
+        time.sleep(0.01)
+    _show(now, 'reconciled (%.0f ms)' % ((time.monotonic() - started) * 1e3))
+    why = plane.statedb.list_actions(inst['uuid'])[-1]
+    print('  action log: %s %s -> %s: %s' % (
+        why['action'], why['vm_state_before'], why['vm_state_after'],
+        why['message']))
 
 
 def _wait_domain_gone(plane, host, uuid, timeout=10.0):
