@@ -45,10 +45,9 @@ def settle_on_failure(action, vm_state=None):
 
 
 class Results:
-    def __init__(self, *, gateway, flows, conf, reconciler):
+    def __init__(self, *, gateway, conf, reconciler):
         self.gateway = gateway
         self.db = gateway.db
-        self.flows = flows
         self.conf = conf
         self.reconciler = reconciler
 

@@ -31,8 +31,7 @@ class ConductorService:
         self.reconciler = reconcile.Reconciler(
             gateway=self.gateway, flows=self.flows, conf=conf)
         self.results = results_mod.Results(
-            gateway=self.gateway, flows=self.flows, conf=conf,
-            reconciler=self.reconciler)
+            gateway=self.gateway, conf=conf, reconciler=self.reconciler)
         self.manager = manager.ConductorManager(
             flows=self.flows, results=self.results, gateway=self.gateway)
         self.leases = lease_service.LeaseService(

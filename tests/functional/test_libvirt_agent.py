@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 import uuid as uuidlib
 
 import pytest
@@ -51,6 +50,7 @@ except ImportError as err:
 from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
 from compute_agent.virt.libvirt import config  # noqa: E402
 from conductor import embedded  # noqa: E402
+from tests.functional import conftest as functional  # noqa: E402
 
 HOST = 'lv1'
 TIMEOUT = 15.0
@@ -63,17 +63,10 @@ NODE = """<node>
 
 
 def wait_for(predicate, *, what, show=None, timeout=TIMEOUT):
-    """Poll ``predicate`` until it returns something true; return that."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail('%s did not happen within %.0f s; last seen: %r'
-                        % (what, timeout, show() if show else value),
-                        pytrace=False)
-        time.sleep(0.01)
+    """The functional suite's poll-with-deadline, with this file's longer
+    default timeout (libvirt's event loop adds its debounce)."""
+    return functional.wait_for(predicate, what=what, show=show,
+                               timeout=timeout)
 
 
 @pytest.fixture

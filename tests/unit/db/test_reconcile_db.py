@@ -117,8 +117,7 @@ class World:
         self.reconciler = reconcile.Reconciler(
             gateway=self.gateway, flows=self.flows, conf=conf)
         self.results = results_mod.Results(
-            gateway=self.gateway, flows=self.flows, conf=conf,
-            reconciler=self.reconciler)
+            gateway=self.gateway, conf=conf, reconciler=self.reconciler)
         self.instances = Instances(statedb, ctx)
         self._seq = 0
 
