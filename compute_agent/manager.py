@@ -1,13 +1,18 @@
 """The compute agent's RPC endpoint: runs the tasks the conductor sends.
 
-For each task: note it in the journal, run the driver calls of its action
-(:mod:`compute_agent.tasks`), report progress, then report the result until a
+For each task: note it in the journal, answer the conductor that the task is
+accepted (the conductor sends a task again until some agent answers, so a
+message lost with a restarted broker is sent again, and a task received twice
+runs once), then, in a thread of its own, run the driver calls of its action
+(:mod:`compute_agent.tasks`), report progress, and report the result until a
 conductor records it. A task the conductor says was preempted (the instance
 was hard-deleted) stops at once and destroys what it made. The target
 version must match :data:`compute_agent.rpcapi.VERSION` (a test checks).
 """
 
+import collections
 import logging
+import threading
 import time
 
 from common import exception
@@ -19,6 +24,12 @@ from compute_agent import tasks
 from compute_agent.virt import driver as virt
 
 LOG = logging.getLogger(__name__)
+
+# How many finished task ids an agent remembers, to answer a task sent again
+# after it ended (its first acceptance was lost) without running it twice.
+REMEMBERED_TASKS = 4096
+ACCEPTED = 'accepted'
+DUPLICATE = 'duplicate'
 
 
 class TaskStopped(Exception):
@@ -39,17 +50,56 @@ class AgentManager:
         self.conf = conf
         self.journal = journal
         self._stopping = False
+        self._lock = threading.Lock()
+        self._running = {}          # task_id -> thread
+        self._ended = collections.OrderedDict()     # task_id -> None
 
     # --- RPC endpoints ---------------------------------------------------------
 
     def run_task(self, ctx, instance, action, params):
-        handler = tasks.HANDLERS.get(action)
-        LOG.info('Running %s', action)      # the context names task, instance
-        self.journal.add(ctx.task_id, instance['uuid'], action)
+        """Accept a task and start it; the answer says whether it was new
+        (``accepted``) or already running or ended here (``duplicate``)."""
+        with self._lock:
+            if ctx.task_id in self._running or ctx.task_id in self._ended:
+                LOG.info('Task %s (%s) received again: already %s',
+                         ctx.task_id, action, 'running'
+                         if ctx.task_id in self._running else 'ended')
+                return DUPLICATE
+            self.journal.add(ctx.task_id, instance['uuid'], action)
+            thread = threading.Thread(
+                target=self._task_thread, args=(ctx, instance, action, params),
+                name='task-%s' % ctx.task_id, daemon=True)
+            self._running[ctx.task_id] = thread
+        thread.start()
+        return ACCEPTED
+
+    def _task_thread(self, ctx, instance, action, params):
+        ctx.update_store()      # this thread's log lines name the task
+        LOG.info('Running %s', action)
         try:
-            self._run(ctx, instance, action, params, handler)
+            self._run(ctx, instance, action, params,
+                      tasks.HANDLERS.get(action))
         finally:
-            self.journal.remove(ctx.task_id)
+            with self._lock:
+                self.journal.remove(ctx.task_id)
+                self._running.pop(ctx.task_id, None)
+                self._ended[ctx.task_id] = None
+                while len(self._ended) > REMEMBERED_TASKS:
+                    self._ended.popitem(last=False)
+
+    def running_tasks(self):
+        with self._lock:
+            return list(self._running)
+
+    def wait(self, timeout):
+        """Wait up to ``timeout`` seconds for the running tasks to end;
+        returns the ids of those still running."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads = list(self._running.values())
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return self.running_tasks()
 
     def destroy_domain(self, ctx, instance_uuid):
         LOG.info('Destroying domain %s on request', instance_uuid)

@@ -1,18 +1,22 @@
 """Client side of the compute agent's RPC API, used by the conductor.
 
 Each agent listens on ``[compute] topic`` with ``server=<its host>``; every
-message is a cast addressed to one host. The task's RequestContext, with its
+message is addressed to one host. ``run_task`` is a call the agent answers
+as soon as it has accepted the task (see :mod:`conductor.delivery`);
+``destroy_domain`` is a cast. The task's RequestContext, with its
 task_id, rides along; the agent reports back through the conductor's API.
 
 Version history:
 
 * 1.0 - Initial version: run_task, destroy_domain.
+* 1.1 - run_task answers ``accepted`` or ``duplicate`` once the task is in
+  the agent's journal, and runs a task received twice only once.
 """
 
 from common import metrics
 from common import rpc
 
-VERSION = '1.0'
+VERSION = '1.1'
 
 
 class ComputeAPI:
@@ -20,11 +24,24 @@ class ComputeAPI:
         self.client = bus.client(conf.compute.topic, VERSION,
                                  version_cap=conf.upgrade_levels.compute)
 
-    def run_task(self, ctx, *, host, instance, action, params=None):
+    def run_task(self, ctx, *, host, instance, action, params=None,
+                 timeout=None):
         """Run one task of the action table on ``host``; results come back
-        as task_progress/task_finished/task_failed calls."""
-        self._cast(ctx, host, 'run_task', instance=instance, action=action,
-                   params=params or {})
+        as task_progress/task_finished/task_failed calls. Returns the
+        agent's answer (``accepted``/``duplicate``), or None when capped at
+        1.0 (a cast: nothing tells whether it arrived). Raises
+        MessagingTimeout when no answer came within ``timeout`` seconds."""
+        kwargs = {'instance': instance, 'action': action,
+                  'params': params or {}}
+        if not self.client.can_send_version('1.1'):
+            return self._cast(ctx, host, 'run_task', **kwargs)
+        try:
+            return self.client.prepare(server=host, version='1.1',
+                                       timeout=timeout).call(
+                ctx, 'run_task', **kwargs)
+        except rpc.MessagingException as err:
+            metrics.rpc_error('run_task', err)
+            raise
 
     def destroy_domain(self, ctx, *, host, instance_uuid):
         """Destroy a domain whose instance is gone (best effort)."""
@@ -32,7 +49,9 @@ class ComputeAPI:
 
     def _cast(self, ctx, host, method, **kwargs):
         try:
-            self.client.prepare(server=host).cast(ctx, method, **kwargs)
+            # Both casts exist since 1.0: an agent capped there takes them.
+            self.client.prepare(server=host, version='1.0').cast(
+                ctx, method, **kwargs)
         except rpc.MessagingException as err:
             metrics.rpc_error(method, err)
             raise

@@ -10,6 +10,8 @@ from compute_agent import reporter as reporter_mod
 from conductor import rpcapi as conductor_rpcapi
 
 LOG = logging.getLogger(__name__)
+# Seconds a stopping agent waits for its running tasks to end.
+STOP_WAIT = 30
 
 
 def load_driver(conf, host):
@@ -65,4 +67,9 @@ class AgentService:
         # otherwise wait for (until [fake_driver] hang_timeout, an hour).
         self.driver.cleanup_host()
         self.server.wait()
+        left = self.manager.wait(STOP_WAIT)
+        if left:
+            LOG.warning('Compute agent %s stops with %d task(s) still running '
+                        '(%s); its journal reports them lost on restart',
+                        self.host, len(left), ', '.join(left))
         LOG.info('Compute agent %s stopped', self.host)

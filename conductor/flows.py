@@ -13,8 +13,8 @@ from common import actions
 from common import exception
 from common import flavors
 from common import states
+from conductor import delivery
 from conductor import gateway as gw
-from conductor import results
 
 LOG = logging.getLogger(__name__)
 TABLE = actions.TABLE
@@ -70,6 +70,8 @@ class Flows:
         self.scheduler = scheduler
         self.compute = compute
         self.conf = conf
+        self.delivery = delivery.Delivery(compute=compute, gateway=gateway,
+                                          conf=conf)
 
     # --- create and build -----------------------------------------------------
 
@@ -189,17 +191,7 @@ class Flows:
             exclude=[inst['host']])
 
     def send(self, task_ctx, host, inst, action, params):
-        try:
-            self.compute.run_task(task_ctx, host=host,
-                                  instance=gw.payload(inst), action=action,
-                                  params=params)
-        except Exception as err:   # the bus refused the message
-            LOG.warning('Could not send %s of instance %s to host %s: %s',
-                        action, inst['uuid'], host, err)
-            self.gateway.fail_quietly(
-                task_ctx, inst['uuid'], rolled_back=True,
-                error='could not send the task to host %s: %s' % (host, err),
-                settle=results.settle_on_failure(action))
+        self.delivery.send(task_ctx, host, gw.payload(inst), action, params)
 
     def update_policies(self, ctx, instance_uuid, policies):
         validate_policies(policies)

@@ -53,6 +53,7 @@ class ConductorService:
     def stop(self):
         self.periodic.stop()
         self.leases.periodic.stop()
+        self.flows.delivery.stop()
         self.server.stop()
         self.server.wait()
         LOG.info('Conductor %s stopped', self.host)

@@ -34,6 +34,13 @@ opts = [
     cfg.IntOpt('rpc_timeout', default=30, min=1,
                help='Seconds a conductor waits for an agent\'s answer to a '
                     'call (casts do not wait). Range >= 1; default 30.'),
+    cfg.FloatOpt('task_delivery_timeout', default=5.0, min=0.1,
+                 help='Seconds a conductor waits for an agent to accept a '
+                      'task it sent (the agent answers once the task is in '
+                      'its journal) before sending it again; it is sent '
+                      'again until accepted or ended by the reaper, and runs '
+                      'once. Covers messages lost when the broker restarts. '
+                      'Range >= 0.1; default 5.'),
     cfg.ListOpt('flavors',
                 default=['tiny:1:512:1', 'small:1:2048:20',
                          'medium:2:4096:40', 'large:4:8192:80'],
