@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(python3 python3-venv python3-dev gcc pkg-config libvirt-dev postgresql rabbitmq-server util-linux)
+packages=(python3 python3-venv python3-dev gcc pkg-config libvirt-dev postgresql rabbitmq-server util-linux
+          libvirt-daemon-system qemu-system-x86)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -29,10 +30,11 @@ work=$(mktemp -d /tmp/tristate-tests.XXXXXX)
 chmod 755 "$work"
 cleanup() { tools/test-services.sh stop "$work" || true; rm -rf "$work"; }
 trap cleanup EXIT
-echo "== starting PostgreSQL and RabbitMQ on 127.0.0.1"
+echo "== starting PostgreSQL and RabbitMQ on 127.0.0.1, and libvirtd"
 services=$(tools/test-services.sh start "$work")   # fails the run if one fails
 eval "$services"
 export TRISTATE_TEST_PG_URL TRISTATE_TEST_RABBIT_URL TRISTATE_TEST_RABBIT_CTL
+export TRISTATE_TEST_LIBVIRT_URI=${TRISTATE_TEST_LIBVIRT_URI:-}
 
 echo "== tox $*"
 "$venv/bin/tox" "$@"

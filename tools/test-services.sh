@@ -8,6 +8,10 @@
 # PostgreSQL: a fresh cluster in DIR/pg (initdb + pg_ctl as user postgres).
 # RabbitMQ: a private node in DIR/rabbit (its own epmd port, Erlang cookie,
 # mnesia, logs, config and no plugins), run as user rabbitmq, stopped by PID.
+# libvirt (best effort): libvirtd and virtlogd started as daemons if none
+# runs, for the real-hypervisor smoke tests (QEMU with TCG: no /dev/kvm
+# needed); if libvirtd cannot start here, a warning says so and those tests
+# skip with the reason.
 set -euo pipefail
 
 usage="usage: $0 start|stop DIR | $0 rabbit DIR start|stop|kill"
@@ -168,9 +172,51 @@ start_rabbit() {
     echo "export TRISTATE_TEST_RABBIT_CTL='$(cd "$(dirname "$0")" && pwd)/$(basename "$0") rabbit $dir'"
 }
 
+# --- libvirt -----------------------------------------------------------------
+lv=$dir/libvirt
+libvirt_uri=qemu:///system
+
+libvirt_answers() { virsh -c "$libvirt_uri" version >/dev/null 2>&1; }
+
+# Starts the daemons in the background; libvirt_wait prints the export.
+libvirt_begin() {
+    command -v libvirtd >/dev/null && command -v virsh >/dev/null || return 0
+    mkdir -p "$lv"
+    if libvirt_answers; then
+        echo "$libvirt_uri" >"$lv/uri"      # someone else's: used, not stopped
+        return 0
+    fi
+    virtlogd -d -p "$lv/virtlogd.pid" >>"$lv/virtlogd.out" 2>&1 || true
+    libvirtd -d -p "$lv/libvirtd.pid" >>"$lv/libvirtd.out" 2>&1 || true
+}
+
+libvirt_wait() {
+    [ -d "$lv" ] || { echo "libvirt is not installed: the real-hypervisor tests skip" >&2; return 0; }
+    if [ ! -f "$lv/uri" ]; then
+        local deadline=$((SECONDS + 90))
+        until libvirt_answers; do
+            if [ "$SECONDS" -ge "$deadline" ] || ! alive "$lv/libvirtd.pid"; then
+                echo "libvirtd did not start (see $lv/libvirtd.out): the" \
+                    "real-hypervisor tests skip" >&2
+                return 0
+            fi
+            sleep 0.5
+        done
+        echo "$libvirt_uri" >"$lv/uri"
+    fi
+    echo "export TRISTATE_TEST_LIBVIRT_URI=$(cat "$lv/uri")"
+}
+
+stop_libvirt() {
+    local name
+    for name in libvirtd virtlogd; do
+        if alive "$lv/$name.pid"; then kill "$(cat "$lv/$name.pid")" || true; fi
+    done
+}
+
 case "$cmd" in
-    start) start_pg; start_rabbit ;;
-    stop) stop_rabbit; stop_pg ;;
+    start) libvirt_begin; start_pg; start_rabbit; libvirt_wait ;;
+    stop) stop_libvirt; stop_rabbit; stop_pg ;;
     rabbit)
         case "${3:-}" in
             start) rabbit_start ;;
