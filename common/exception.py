@@ -152,6 +152,11 @@ class LeaseEventPreempted(Conflict):
                '%(reason)s.')
 
 
+class LeaseInstancesNotStopped(Conflict):
+    msg_fmt = ('Lease %(lease)s ends with on_end=stop, but %(count)d '
+               'instance(s) could not be stopped yet: %(reasons)s.')
+
+
 class DBUnavailable(TristateError):
     msg_fmt = ('The database is unavailable after %(attempts)d attempts over '
                '%(seconds).1f s: %(reason)s')

@@ -199,8 +199,10 @@ OPERATIONS = types.MappingProxyType({op.name: op for op in (
               'PUT /leases/{id}: new dates (host availability checked '
               'again), name or on_end'),
     Operation('end', lease.TERMINATING, END_LEASE,
-              'on_end applies to the instances that used the reservation; '
-              'the hosts go back to the common pool'),
+              'on_end applies to the instances that used the reservation '
+              '(with stop, an instance that cannot stop yet, another task '
+              'running or its host down, makes the event run again at the '
+              'next pass); the hosts go back to the common pool'),
     Operation('delete', lease.DELETING, None,
               'DELETE /leases/{id}: from any status; an active lease ends '
               'first (on_end), then its rows are removed'),

@@ -119,4 +119,4 @@ class EventRunner:
     def _end(self, lease, run_id):
         for res in lease['reservations']:
             if res['status'] == rules.reservation.ACTIVE:
-                self.flows.apply_on_end(lease, res)
+                self.flows.apply_on_end(lease, res, strict=True)

@@ -132,30 +132,48 @@ class LeaseFlows:
 
     # --- the end, for the end_lease event and for delete ---------------------
 
-    def apply_on_end(self, lease, reservation):
+    def apply_on_end(self, lease, reservation, *, strict=False):
         """Delete (default) or stop the instances that used ``reservation``.
 
-        A stop is a normal task: an instance that cannot stop now (a task
-        runs, its host is down, it is not running) is left as it is, with a
-        warning. A delete always works.
+        A delete always works. A stop is a normal task: an instance that
+        cannot stop now (another task runs, its host is down) is left as it
+        is; with ``strict`` (the end_lease event) that raises
+        LeaseInstancesNotStopped once the others are stopped, so the event
+        is run again at the next pass (a stop already running counts as
+        done), and after ``[leases] event_retries`` the lease is ERROR with
+        the reasons. A lease deleted by hand only warns: delete wins.
         """
         ctx = tcontext.get_admin_context()
         insts = self.db.reservation_instances(reservation)
+        refused = []
         for inst in insts:
             LOG.info('Lease %s ends: %s instance %s (on_end)', lease['id'],
                      lease['on_end'], inst['uuid'])
             if lease['on_end'] == rules.ON_END_DELETE:
                 self.flows.delete(ctx, inst['uuid'])
-            else:
-                self._stop(ctx, lease, inst)
+                continue
+            reason = self._stop(ctx, inst)
+            if reason is not None:
+                LOG.warning('Lease %s ends, but instance %s cannot be stopped '
+                            'now: %s', lease['id'], inst['uuid'], reason)
+                refused.append('%s (%s)' % (inst['uuid'], reason))
+        if refused and strict:
+            raise exception.LeaseInstancesNotStopped(
+                lease=lease['id'], count=len(refused),
+                reasons='; '.join(refused))
         return len(insts)
 
-    def _stop(self, ctx, lease, inst):
+    def _stop(self, ctx, inst):
+        """Ask for a stop; None when asked (or not needed), else why not."""
         if inst['vm_state'] not in actions.TABLE.allowed_from('stop'):
-            return      # already down, or in a state stop does not apply to
+            return None     # already down, or a state stop does not apply to
+        if inst['task_action'] in ('stop', 'power_off'):
+            return None     # asked by an earlier run, or already on its way
         try:
             self.flows.run_action(ctx, inst['uuid'], 'stop', {})
-        except (exception.ActionNotAllowed, exception.ServiceUnavailable,
-                exception.InstanceNotFound) as err:
-            LOG.warning('Lease %s ends, but instance %s cannot be stopped '
-                        'now: %s', lease['id'], inst['uuid'], err)
+        except exception.InstanceNotFound:
+            return None
+        except (exception.ActionNotAllowed,
+                exception.ServiceUnavailable) as err:
+            return err.message
+        return None

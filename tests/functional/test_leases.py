@@ -22,6 +22,7 @@ from common.states import vm
 from conductor.leases import events
 from conductor.leases import rpcapi as lease_rpcapi
 from tests.functional.conftest import build
+from tests.functional.conftest import faults
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import summary
 from tests.functional.conftest import wait_heartbeat
@@ -151,6 +152,36 @@ def test_on_end_stop_stops_the_instances(lplane, clock, ctx):
     stopped = wait_idle(lplane, inst['uuid'])
     assert stopped['vm_state'] == vm.STOPPED, summary(stopped)
     assert lplane.statedb.list_actions(inst['uuid'])[-1]['action'] == 'stop'
+    assert lplane.leases.get_lease(ctx, lease['id'])['status'] == (
+        ls.TERMINATED)
+
+
+def test_on_end_stop_waits_for_a_busy_instance(lplane, clock, ctx):
+    """An instance that cannot stop at the end (another task runs) makes
+    the end_lease event run again at the next pass, not skip it: the lease
+    terminates once that instance is stopped too."""
+    lease = lplane.leases.create_lease(ctx, _body(clock, start_in=HOUR * 0,
+                                                  start_date='now',
+                                                  on_end='stop'))
+    assert _run_job(lplane) == {'done': 1}
+    res_id = lease['reservations'][0]['id']
+    idle, busy = (build(lplane, ctx, name=n, reservation_id=res_id)
+                  for n in ('idle', 'busy'))
+    faults(lplane, busy['host']).set_fault('reboot', 'hang')
+    lplane.client.run_action(ctx, busy['uuid'], 'reboot', {})
+
+    _advance(lplane, clock, HOUR)
+    assert _run_job(lplane) == {'done': 1, 'retry': 1}   # before_end; end
+    assert wait_idle(lplane, idle['uuid'])['vm_state'] == vm.STOPPED
+    ending = lplane.leases.get_lease(ctx, lease['id'])
+    assert ending['status'] != ls.TERMINATED
+    end = [e for e in ending['events'] if e['event_type'] == 'end_lease']
+    assert end[0]['status'] == ev.IN_PROGRESS, end     # to run again
+
+    faults(lplane, busy['host']).clear_faults()
+    assert wait_idle(lplane, busy['uuid'])['vm_state'] == vm.ACTIVE
+    assert _run_job(lplane) == {'done': 1}
+    assert wait_idle(lplane, busy['uuid'])['vm_state'] == vm.STOPPED
     assert lplane.leases.get_lease(ctx, lease['id'])['status'] == (
         ls.TERMINATED)
 
