@@ -186,6 +186,11 @@ libvirt_begin() {
         echo "$libvirt_uri" >"$lv/uri"      # someone else's: used, not stopped
         return 0
     fi
+    # QEMU probes KVM at every define; a /dev/kvm it cannot open costs tens
+    # of seconds each time (the tests use TCG, but the probe still runs).
+    if [ -c /dev/kvm ] && getent group kvm >/dev/null; then
+        chgrp kvm /dev/kvm && chmod 660 /dev/kvm || true
+    fi
     virtlogd -d -p "$lv/virtlogd.pid" >>"$lv/virtlogd.out" 2>&1 || true
     libvirtd -d -p "$lv/libvirtd.pid" >>"$lv/libvirtd.out" 2>&1 || true
 }
