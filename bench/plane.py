@@ -27,7 +27,7 @@ from common import rpc
 from common.states import vm
 from conductor import embedded
 
-MEMORY_URL = 'kombu+memory:////'
+MEMORY_URL = embedded.MEMORY_URL
 FLAVOR = 'tiny'
 IMAGE = 'cirros'
 # The owner of every instance the scenarios make through the API (noauth).

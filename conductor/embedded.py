@@ -1,5 +1,6 @@
 """The whole control plane in one process: one conductor and N agents on the
-fake hypervisor, SQLite and oslo.messaging's in-memory kombu transport.
+fake hypervisor, SQLite and the in-process bus (``inproc://``,
+:mod:`common.inproc`; kombu's ``kombu+memory:////`` works too, slower).
 
 ``tristate-all`` runs it; the functional tests use it too, so what a newcomer
 runs is what the tests exercise.
@@ -16,7 +17,7 @@ from conductor import rpcapi
 from conductor import service as conductor_service
 
 LOG = logging.getLogger(__name__)
-MEMORY_URL = 'kombu+memory:////'
+MEMORY_URL = 'inproc://'     # common/inproc.py: wakes, never polls
 POLL_SECONDS = 0.001
 
 

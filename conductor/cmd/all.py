@@ -4,8 +4,8 @@
                  [--api-port PORT]
 
 One conductor and N compute agents (``host1``..``hostN``) on the fake
-hypervisor, SQLite under ``--state-dir`` (default ~/.tristate) and
-oslo.messaging's in-memory kombu transport. ``tristate-fakevirt --state-dir
+hypervisor, SQLite under ``--state-dir`` (default ~/.tristate) and an
+in-process bus (``inproc://``, :mod:`common.inproc`). ``tristate-fakevirt --state-dir
 DIR ...`` acts on the same fake hosts from another shell. With ``--demo`` it
 walks a few instances through the action table, prints what happened and
 exits; without, it serves the REST API on 127.0.0.1:PORT (default 8774,

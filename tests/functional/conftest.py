@@ -25,7 +25,6 @@ import time
 import uuid as uuidlib
 
 import futurist._thread
-import kombu.transport.memory
 import pytest
 from oslo_config import cfg
 
@@ -39,7 +38,7 @@ from common.states import vm
 from compute_agent.virt import fake
 from conductor import embedded
 
-MEMORY_URL = 'kombu+memory:////'
+MEMORY_URL = embedded.MEMORY_URL
 TIMEOUT = 10.0
 _SHOWN = ('vm_state', 'task_state', 'task_id', 'power_state', 'host',
           'flavor_name', 'progress_step')
@@ -83,30 +82,12 @@ def conf(tmp_path):
 
 # --- planes ------------------------------------------------------------------
 
-class _OneMillisecond:
-    """A polling interval that stays 1 ms whatever is assigned to it."""
-
-    def __get__(self, obj, owner=None):
-        return 0.001
-
-    def __set__(self, obj, value):
-        pass
-
-
 @pytest.fixture(autouse=True, scope='session')
-def _lighter_in_memory_bus():
-    """Two tunings of libraries for the in-memory bus, tests only:
-
-    * oslo.messaging sets kombu's memory transport to poll its queues with
-      no pause ("to speed up tests"): every idle consumer spins, and on a
-      loaded machine a call takes ten times longer. Poll every millisecond.
-    * An RPC server's stop waits for its idle worker threads, which look for
-      work once a second (futurist's ThreadWorker.MAX_IDLE_FOR): a second or
-      more per plane stopped. Let them look more often.
-    """
+def _quicker_server_stop():
+    """An RPC server's stop waits for its idle worker threads, which look
+    for work once a second (futurist's ThreadWorker.MAX_IDLE_FOR): a second
+    or more per plane stopped. Tests only: let them look more often."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(kombu.transport.memory.Transport, 'polling_interval',
-                      _OneMillisecond())
         patch.setattr(futurist._thread.ThreadWorker, 'MAX_IDLE_FOR', 0.05)
         yield
 

@@ -49,7 +49,7 @@ def test_the_daemon_notifies_systemd_and_deletes_without_a_conductor(
     port = _free_port()
     conf = tmp_path / 'api.conf'
     conf.write_text(
-        '[DEFAULT]\ntransport_url = kombu+memory:////\nstate_dir = %s\n'
+        '[DEFAULT]\ntransport_url = inproc://\nstate_dir = %s\n'
         '[database]\nconnection = sqlite:///%s\n'
         '[api]\nlisten = 127.0.0.1\nport = %d\nauth_strategy = noauth\n'
         'rpc_timeout = 2\n'

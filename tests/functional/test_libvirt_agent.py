@@ -108,7 +108,7 @@ def start_plane(conf, tmp_path):
                             instances_path=str(tmp_path / 'instances'),
                             event_debounce=0.05, shutdown_timeout=2)
         drv.init_host(HOST)
-        plane = embedded.Embedded(conf, hosts=0, url='kombu+memory:////',
+        plane = embedded.Embedded(conf, hosts=0, url=embedded.MEMORY_URL,
                                   periodic_jobs=False).start()
         planes.append(plane)
         plane.start_agent(HOST, driver=drv)
@@ -242,7 +242,7 @@ def test_smoke_on_a_real_hypervisor(conf, real_dir, ctx):
                         event_debounce=0.2, shutdown_timeout=1)
     drv.init_host(HOST)
     conf.set_override('shutdown_timeout', 1, group='compute')
-    plane = embedded.Embedded(conf, hosts=0, url='kombu+memory:////',
+    plane = embedded.Embedded(conf, hosts=0, url=embedded.MEMORY_URL,
                               periodic_jobs=False).start()
     uuid = None
     try:

@@ -16,6 +16,7 @@ from common import metrics
 from common import reconcile
 from common import states
 from common.db import engine
+from common.db import state_metrics
 
 T0 = datetime.datetime(2026, 1, 1, 12, 0, 0)
 
@@ -175,7 +176,7 @@ def test_state_collector_counts_instances_and_agents(statedb, instances,
     statedb.host_heartbeat(instances.host, vcpus=100, memory_mb=10 ** 6,
                            disk_gb=10 ** 4)
 
-    families = list(metrics.StateCollector(statedb, conf).collect())
+    families = list(state_metrics.StateCollector(statedb, conf).collect())
     assert family_samples(families, 'tristate_instances') == {
         ('active', '', 'running'): 1,
         ('stopped', '', 'ADMIN_down'): 1,
