@@ -169,9 +169,17 @@ class Results:
         the host: an instance placed there that the read did not find is
         gone (NOSTATE), whether or not an event said so."""
         destroy, orphans = [], []
+        reported = {r.get('uuid') for r in reports}
+        current = {}
         if full and not isinstance(full, bool):
-            self._not_found(host, {r.get('uuid') for r in reports}, full)
-        current = self.db.get_instances(r.get('uuid') for r in reports)
+            # One read of the host's instances serves both: those the
+            # agent no longer found, and the stored rows to compare with.
+            on_host = self.db.list_instances(host=host)
+            self._not_found(host, on_host, reported, full)
+            current = {inst['uuid']: inst for inst in on_host}
+        missing = reported - current.keys()
+        if missing:     # not on this host (or hard-deleted): look them up
+            current.update(self.db.get_instances(missing))
         for report in reports:
             try:
                 stored = self._store(host, report, current.get(report['uuid']))
@@ -189,8 +197,8 @@ class Results:
                 'orphans': {'uuids': orphans, 'action': conf.orphan_action,
                             'grace': conf.orphan_grace}}
 
-    def _not_found(self, host, reported, seq):
-        for inst in self.db.list_instances(host=host):
+    def _not_found(self, host, on_host, reported, seq):
+        for inst in on_host:
             if (inst['uuid'] in reported
                     or inst['power_state'] == states.power.NOSTATE):
                 continue
