@@ -112,6 +112,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         self.connection = None
         self.watcher = None
         self.arch = 'x86_64'
+        # In memory until init_host knows the host, then kept in a file.
         self._book = power_map.ReasonBook()
         self._reported = {}               # uuid -> DomainInfo last reported
         self._reported_lock = threading.Lock()
@@ -140,6 +141,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         super().init_host(host)
         self._stopping.clear()
         os.makedirs(self.instances_path, exist_ok=True)
+        self._book = power_map.ReasonBook(os.path.join(
+            self.instances_path, '%s-reasons.json' % host))
         connection_mod.quiet_errors()
         events.start_event_loop()     # before connecting: events need it
         uri = connection_mod.resolve_uri(

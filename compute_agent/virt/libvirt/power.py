@@ -16,10 +16,15 @@ The mapping is data (:data:`POWER`, :data:`REASONS`, :data:`EVENT_POWER`);
 
 An expectation holds while the domain stays in the power_state it was made
 for: a read showing another power_state (outside the driver's own
-operations on it) drops it.
+operations on it) drops it. Expectations are kept in a small file (when the
+book has a ``path``), so an agent that restarts still knows which stopped
+domains it stopped itself instead of calling them stopped by their guest.
 """
 
 import contextlib
+import json
+import logging
+import os
 import threading
 
 import libvirt
@@ -27,6 +32,7 @@ import libvirt
 from common import states
 from common.states import power
 
+LOG = logging.getLogger(__name__)
 POWER = {
     libvirt.VIR_DOMAIN_NOSTATE: power.NOSTATE,
     libvirt.VIR_DOMAIN_RUNNING: power.RUNNING,
@@ -127,21 +133,52 @@ class ReasonBook:
     expectation of the next one. Thread-safe.
     """
 
-    def __init__(self):
+    def __init__(self, path=None):
         self._lock = threading.Lock()
-        self._override = {}         # uuid -> (power_state, reason)
+        self._path = path
+        self._override = self._load()   # uuid -> (power_state, reason)
         self._shutdown_by = {}      # uuid -> 'guest' | 'host'
         self._busy = {}             # uuid -> operations running
         self.host_shutting_down = False
 
+    def _load(self):
+        if self._path is None:
+            return {}
+        try:
+            with open(self._path) as f:
+                return {uuid: (int(state), reason)
+                        for uuid, (state, reason) in json.load(f).items()}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, TypeError) as err:
+            LOG.warning('Ignoring unreadable %s (%s): reasons of domains '
+                        'stopped before this start may say guest', self._path,
+                        err)
+            return {}
+
+    def _save(self):
+        """Write the expectations; call with the lock held."""
+        if self._path is None:
+            return
+        tmp = '%s.tmp' % self._path
+        try:
+            with open(tmp, 'w') as f:
+                json.dump(self._override, f)
+            os.replace(tmp, self._path)
+        except OSError as err:
+            LOG.warning('Could not save %s: %s', self._path, err)
+
     def expect(self, uuid, power_state, reason=None):
         """The domain is, by our doing, in ``power_state`` for ``reason``."""
         with self._lock:
-            self._override[uuid] = (power_state, reason)
+            if self._override.get(uuid) != (power_state, reason):
+                self._override[uuid] = (power_state, reason)
+                self._save()
 
     def forget(self, uuid):
         with self._lock:
-            self._override.pop(uuid, None)
+            if self._override.pop(uuid, None) is not None:
+                self._save()
 
     @contextlib.contextmanager
     def busy(self, uuid):
@@ -183,6 +220,7 @@ class ReasonBook:
                     return entry[1]
                 if uuid not in self._busy:
                     del self._override[uuid]
+                    self._save()
             if natural == GUEST or shutting_down:
                 natural = self._shutdown_by.get(uuid, natural)
             if natural == GUEST and self.host_shutting_down:

@@ -165,3 +165,31 @@ def test_a_shutdown_in_progress_takes_the_reason_of_its_event(make_driver,
     drv._on_lifecycle(None, dom, libvirt.VIR_DOMAIN_EVENT_SHUTDOWN,
                       libvirt.VIR_DOMAIN_EVENT_SHUTDOWN_GUEST, None)
     assert state(drv, uuid) == (power.SHUTDOWN, 'guest')
+
+
+def test_a_restarted_agent_remembers_the_stops_it_made(make_driver, make_node,
+                                                       tmp_path):
+    """After a restart, a domain the agent itself stopped is still not
+    'stopped by its guest': the driver's expectations outlive the process
+    (the new driver reads them from its instances directory)."""
+    mine, theirs = new_uuid(), new_uuid()
+    before = make_driver(host='h1')
+    before.spawn(mine, name='mine', flavor=TINY, image_ref='cirros')
+    before.power_off(mine, timeout=0)
+    assert state(before, mine) == (power.SHUTDOWN, None)
+    before.cleanup_host()
+
+    # The same host after the restart: both domains shut off the way a
+    # clean shutdown leaves them; only one was the agent's doing.
+    after = make_driver(host='h1', uri=make_node(
+        *(node_domain(uuid, runstate=libvirt.VIR_DOMAIN_SHUTOFF)
+          for uuid in (mine, theirs))))
+    theirs_state = state(after, theirs)
+    assert theirs_state[0] == power.SHUTDOWN and theirs_state[1] is not None
+    assert state(after, mine) == (power.SHUTDOWN, None)
+    # Started again, the expectation is spent: it does not come back.
+    after.power_on(mine)
+    assert state(after, mine) == (power.RUNNING, None)
+    restarted = make_driver(host='h1', uri=make_node(
+        node_domain(mine, runstate=libvirt.VIR_DOMAIN_SHUTOFF)))
+    assert state(restarted, mine)[1] == theirs_state[1]
