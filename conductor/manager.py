@@ -5,12 +5,37 @@ checks). Every method takes the caller's RequestContext first; for the
 agents' methods it carries the task_id of the task reported on.
 """
 
+import functools
+import logging
+
 from common import exception
 from common import rpc
 from conductor import gateway as gw
 from conductor import rpcapi
 
+LOG = logging.getLogger(__name__)
 _expected = rpc.expected_exceptions(exception.TristateError)
+
+
+def _agent_task_report(method):
+    """An agent's word on a task: it must name the task (the context's
+    task_id) and be about an instance on its own host. What fails either
+    check is refused, and logged as a security event."""
+    @functools.wraps(method)
+    def guarded(self, ctx, host, instance_uuid, *args, **kwargs):
+        if not ctx.task_id:
+            LOG.warning('SECURITY: %s from host %s on instance %s refused: '
+                        'its context names no task_id', method.__name__,
+                        host, instance_uuid)
+            raise exception.Forbidden(
+                action='%s without a task_id in the context' % method.__name__)
+        try:
+            return method(self, ctx, host, instance_uuid, *args, **kwargs)
+        except exception.Forbidden as err:
+            LOG.warning('SECURITY: %s from host %s refused: %s',
+                        method.__name__, host, err)
+            raise
+    return guarded
 
 
 class ConductorManager:
@@ -89,16 +114,19 @@ class ConductorManager:
                                started_at=started_at, lost_tasks=lost_tasks)
 
     @_expected
+    @_agent_task_report
     def task_progress(self, ctx, host, instance_uuid, step, percent):
         self.results.progress(ctx, host=host, instance_uuid=instance_uuid,
                               step=step, percent=percent)
 
     @_expected
+    @_agent_task_report
     def task_finished(self, ctx, host, instance_uuid, power, values):
         self.results.finished(ctx, host=host, instance_uuid=instance_uuid,
                               power=power, values=values)
 
     @_expected
+    @_agent_task_report
     def task_failed(self, ctx, host, instance_uuid, error, rolled_back, power):
         self.results.failed(ctx, host=host, instance_uuid=instance_uuid,
                             error=error, rolled_back=rolled_back, power=power)
