@@ -1,0 +1,57 @@
+"""A daemon refuses to start on a configuration it cannot use, and says
+which option of which file is wrong and what was expected."""
+
+import pytest
+from oslo_config import cfg
+
+from common import conf as tconf
+from common import service
+
+
+def _prepare(tmp_path, text):
+    path = tmp_path / 'tristate.conf'
+    path.write_text('[DEFAULT]\nstate_dir = %s\n%s' % (tmp_path, text))
+    conf = cfg.ConfigOpts()
+    tconf.register_all(conf)
+    # Exits before setting up logging: the test's logging is left alone.
+    return service.prepare(['--config-file', str(path)], conf=conf)
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('[conductor]\nperiodic_interval = -5\n',
+     ['[conductor] periodic_interval', 'greater than or equal to 1']),
+    ('[compute]\ndriver = vmware\n',
+     ['[compute] driver', "[fake, libvirt], but found 'vmware'"]),
+    ('[fake_driver]\nlatency = spawn:abc\n',
+     ['[fake_driver] latency', "'abc'"]),
+    ('[oslo_messaging_rabbit]\nheartbeat_timeout_threshold = often\n',
+     ['[oslo_messaging_rabbit] heartbeat_timeout_threshold']),
+])
+def test_a_bad_value_stops_the_start_naming_option_and_file(tmp_path, text,
+                                                            expected):
+    with pytest.raises(SystemExit) as stop:
+        _prepare(tmp_path, text)
+    message = str(stop.value.code)
+    assert 'invalid configuration, nothing was started' in message
+    for words in expected + [str(tmp_path / 'tristate.conf')]:
+        assert words in message, message
+
+
+def test_every_problem_is_named_at_once(tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        _prepare(tmp_path, '[conductor]\nperiodic_interval = 0\n'
+                           '[compute]\nheartbeat_interval = fast\n')
+    message = str(stop.value.code)
+    assert '[conductor] periodic_interval' in message
+    assert '[compute] heartbeat_interval' in message
+
+
+def test_a_good_configuration_has_no_problem(tmp_path):
+    # (prepare() itself would also set up logging for the whole process.)
+    path = tmp_path / 'tristate.conf'
+    path.write_text('[conductor]\nperiodic_interval = 5\n')
+    conf = cfg.ConfigOpts()
+    tconf.register_all(conf)
+    conf(['--config-file', str(path)], project='tristate')
+    assert conf.conductor.periodic_interval == 5
+    assert service.config_problems(conf) == []
