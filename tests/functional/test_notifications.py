@@ -4,6 +4,7 @@ change, ``instance.<action>.start/end`` around a task, ``.error`` when it
 fails, and ``select_destinations.*`` from the scheduler.
 """
 
+import logging
 import threading
 import uuid as uuidlib
 
@@ -183,3 +184,24 @@ def test_a_hard_delete_is_notified_with_the_old_states(plane, collector, ctx):
     events = collector.wait(inst['uuid'], 'instance.delete.end')
 
     assert _updates(events)[-1] == (vm.ACTIVE, None, vm.HARD_DELETED, None)
+
+
+def test_a_password_never_appears_in_logs_notifications_or_the_log(
+        plane, collector, ctx, caplog):
+    """changePassword's secret reaches the driver and nothing else: not a
+    log line (at DEBUG, every module), not a notification, not the action
+    log, even when the task fails."""
+    caplog.set_level(logging.DEBUG)
+    secret = 'pw-%s' % uuidlib.uuid4().hex
+    inst = active(plane, ctx)
+    done = act(plane, ctx, inst['uuid'], 'set_password', password=secret)
+    assert done['task_id'] is None
+    faults(plane, inst['host']).set_fault('set_password', 'fail')
+    failed = act(plane, ctx, inst['uuid'], 'set_password', password=secret)
+    assert failed['task_id'] is None
+    events = collector.wait(inst['uuid'], 'instance.set_password.error')
+    logged = '\n'.join(r.getMessage() for r in caplog.records)
+    assert 'set_password' in logged         # the records were captured
+    assert secret not in logged
+    assert secret not in repr(events)
+    assert secret not in repr(plane.statedb.list_actions(inst['uuid']))
