@@ -129,8 +129,9 @@ class NoValidHost(TristateError):
 
 
 class HostCapacityExceeded(Conflict):
-    msg_fmt = ('Host %(host)s is disabled or has no room for %(vcpus)s vCPUs, '
-               '%(memory_mb)s MiB RAM and %(disk_gb)s GiB disk.')
+    msg_fmt = ('Host %(host)s is disabled, held by a lease, or has no room '
+               'for %(vcpus)s vCPUs, %(memory_mb)s MiB RAM and %(disk_gb)s '
+               'GiB disk.')
 
 
 class LeaseNotFound(NotFound):

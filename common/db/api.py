@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from common import actions
 from common import exception
 from common import states
+from common.db import lease_hosts
 from common.db import models
 from common.states import vm
 
@@ -574,25 +575,32 @@ class StateDB:
         self.db.transaction(txn)
 
     def allocate(self, ctx, instance_uuid, host, *, vcpus, memory_mb, disk_gb,
-                 ratios=(1.0, 1.0, 1.0), purpose='instance', flavor_name=None):
+                 ratios=(1.0, 1.0, 1.0), purpose='instance', flavor_name=None,
+                 reserved=None, reservation_id=None):
         """Take resources on ``host`` for the task ``ctx.task_id``.
 
         One conditional UPDATE that fails if the host no longer has room
         under the allocation ratios (so concurrent conductors never
-        over-commit), and the instance's ``host`` set in the same
-        transaction, guarded by the task_id.
+        over-commit) or, with ``reserved`` (the lease filter of
+        :func:`common.db.lease_hosts.placement`), no longer passes it (a
+        lease that started since the host was chosen); the instance's
+        ``host`` set in the same transaction, guarded by the task_id, and,
+        with ``reservation_id``, the instance recorded as the
+        reservation's (its lease's on_end applies to it).
         """
         cpu_ratio, ram_ratio, disk_ratio = ratios
-
-        def txn(conn):
-            res = conn.execute(sa.update(H).where(
-                H.c.name == host, H.c.enabled.is_(True),
+        room = [H.c.name == host, H.c.enabled.is_(True),
                 H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
                 H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
-                H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio,
-            ).values(used_vcpus=H.c.used_vcpus + vcpus,
-                     used_memory_mb=H.c.used_memory_mb + memory_mb,
-                     used_disk_gb=H.c.used_disk_gb + disk_gb))
+                H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio]
+        if reserved is not None:
+            room.append(reserved)
+
+        def txn(conn):
+            res = conn.execute(sa.update(H).where(*room).values(
+                used_vcpus=H.c.used_vcpus + vcpus,
+                used_memory_mb=H.c.used_memory_mb + memory_mb,
+                used_disk_gb=H.c.used_disk_gb + disk_gb))
             if res.rowcount != 1:
                 raise exception.HostCapacityExceeded(
                     host=host, vcpus=vcpus, memory_mb=memory_mb,
@@ -609,6 +617,9 @@ class StateDB:
                 instance_uuid=instance_uuid, host=host, purpose=purpose,
                 flavor_name=flavor_name, vcpus=vcpus, memory_mb=memory_mb,
                 disk_gb=disk_gb, created_at=self.clock()))
+            if reservation_id is not None:
+                lease_hosts.record_instance(conn, reservation_id,
+                                            instance_uuid, self.clock())
         self.db.transaction(txn)
 
     def free_allocations(self, ctx, instance_uuid, *, host=None,

@@ -70,13 +70,10 @@ class Scheduler:
                     task_ctx, instance_uuid, host['name'], vcpus=flavor.vcpus,
                     memory_mb=flavor.memory_mb, disk_gb=flavor.disk_gb,
                     ratios=self.ratios, purpose=purpose,
-                    flavor_name=flavor.name)
+                    flavor_name=flavor.name, reserved=reserved,
+                    reservation_id=reservation_id if leases else None)
             except exception.HostCapacityExceeded:
-                continue        # another conductor took the room first
-            if reservation_id is not None:      # its lease's on_end applies
-                self.db.db.transaction(
-                    lease_hosts.record_instance, reservation_id,
-                    instance_uuid, self.db.clock())
+                continue    # another conductor took the room, or a lease
             self.notifier.info(task_ctx, 'select_destinations.end',
                                'RequestSpecPayload',
                                dict(request, host=host['name']))

@@ -39,6 +39,13 @@ def _on_host(statedb, ctx, host, name='vm', reservation_id=None):
     return inst['uuid']
 
 
+def _claimed(statedb, ctx, name='vm'):
+    inst = statedb.create_instance(ctx, dict(
+        FLAVOR_ARGS, name=name, project_id=ctx.project_id,
+        user_id=ctx.user_id, flavor_name='tiny', image_ref='cirros'))
+    return ctx.for_task(inst['task_id']), inst['uuid']
+
+
 # --- the life of a lease -----------------------------------------------------
 
 def test_pending_active_terminated(lflows, runner, ctx, clock, lease_conf):
@@ -223,6 +230,34 @@ def test_the_lease_filter(lflows, runner, statedb, ldb, ctx, clock):
     runner.run_due()
     assert _find(statedb, clock) == ['h1', 'h2', 'h3']
     assert _find(statedb, clock, res['id']) == []
+
+
+def test_a_host_held_since_it_was_chosen_is_not_allocated(
+        lflows, runner, statedb, ldb, ctx, clock):
+    """The lease filter is checked again by the allocation's own UPDATE:
+    a lease that started between the scheduler's choice and the allocation
+    keeps its host; a build naming the reservation is recorded as its
+    instance in the same transaction."""
+    lease = lflows.create(ctx, _body(clock))
+    res = lease['reservations'][0]
+    (held,) = res['hosts']
+    task_ctx, uuid = _claimed(statedb, ctx)
+    chosen = _find(statedb, clock)
+    assert held in chosen                       # before the start
+    clock.advance(HOUR.total_seconds())
+    runner.run_due()                            # the lease starts now
+    with pytest.raises(exception.HostCapacityExceeded):
+        statedb.allocate(task_ctx, uuid, held, **FLAVOR_ARGS,
+                         reserved=lease_hosts.placement(None, 'demo'))
+    assert statedb.get_host(held)['used_vcpus'] == 0
+    assert statedb.get_instance(uuid)['host'] is None
+
+    mine_ctx, mine = _claimed(statedb, ctx, 'mine')
+    statedb.allocate(mine_ctx, mine, held, **FLAVOR_ARGS,
+                     reserved=lease_hosts.placement(res['id'], 'demo'),
+                     reservation_id=res['id'])
+    active = ldb.get_lease(lease['id'])['reservations'][0]
+    assert [i['uuid'] for i in ldb.reservation_instances(active)] == [mine]
 
 
 # --- update ------------------------------------------------------------------
