@@ -59,6 +59,8 @@ def list_rules():
               ('GET', '/servers/{server_id}')),
         _rule(SERVERS % 'create', ANYONE, 'Create a server.',
               ('POST', '/servers')),
+        _rule(SERVERS % 'update', OWNER, 'Rename a server.',
+              ('PUT', '/servers/{server_id}')),
         _rule(SERVERS % 'delete', OWNER, 'Delete a server (hard delete).',
               ('DELETE', '/servers/{server_id}'),
               ('POST', '/servers/{server_id}/action (forceDelete)')),

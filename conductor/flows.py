@@ -51,6 +51,12 @@ def validate_params(action, params):
                        % (action, name, kind.__name__, params[name]))
 
 
+def validate_name(name):
+    if not isinstance(name, str) or not name.strip() or len(name) > 255:
+        raise exception.Invalid(reason='name must be 1-255 characters, '
+                                'got %r' % (name,))
+
+
 def validate_policies(policies):
     choices = {'user_shutdown': states.USER_SHUTDOWN_POLICIES,
                'crash': states.CRASH_POLICIES}
@@ -77,9 +83,7 @@ class Flows:
 
     def create(self, ctx, *, name, flavor, image_ref, policies,
                reservation_id=None):
-        if not isinstance(name, str) or not name.strip() or len(name) > 255:
-            raise exception.Invalid(reason='name must be 1-255 characters, '
-                                    'got %r' % (name,))
+        validate_name(name)
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
@@ -199,6 +203,14 @@ class Flows:
         return self.db.set_policies(instance_uuid,
                                     user_shutdown=policies.get('user_shutdown'),
                                     crash=policies.get('crash'))
+
+    def rename(self, ctx, instance_uuid, name):
+        """A new display name; no task, so it never waits for one."""
+        validate_name(name)
+        gw.check_owner(ctx, self.db.get_instance(instance_uuid))
+        before, after = self.db.rename_instance(instance_uuid, name=name)
+        self.gateway.notify_renamed(ctx, before, after)
+        return after
 
     # --- delete ----------------------------------------------------------------------
 

@@ -157,6 +157,12 @@ class TaskGateway:
     def notify_reconciled(self, ctx, before, after):
         self._notify_update(ctx, before, after)
 
+    def notify_renamed(self, ctx, before, after):
+        """``instance.update`` with Nova's ``old_display_name``."""
+        if before['name'] != after['name']:
+            self.notifier.info(ctx, 'instance.update', 'InstanceUpdatePayload',
+                               payload(after, old_display_name=before['name']))
+
     def notify_deleted(self, ctx, before, after):
         self._notify_update(ctx, before, after)
         self._notify_action(ctx, 'delete', 'end', after)

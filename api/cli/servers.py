@@ -1,5 +1,5 @@
 """``tristate server ...``: create, list, show, delete, every action of the
-table, ``set-policy`` and ``actions`` (the action log)."""
+table, ``set-policy``, ``rename`` and ``actions`` (the action log)."""
 
 import dataclasses
 import typing
@@ -233,6 +233,23 @@ class SetPolicy(show.ShowOne):
         return show_server(client.server(server['id']))
 
 
+class RenameServer(show.ShowOne):
+    """Give a server a new name (no task: it works while one runs)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', help='Server name or ID.')
+        parser.add_argument('name', help='The new name.')
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client
+        server = client.find_server(parsed_args.server)
+        body = client.put('/servers/%s' % server['id'],
+                          {'server': {'name': parsed_args.name}})
+        return show_server(body['server'])
+
+
 # --- the actions ---------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -363,7 +380,8 @@ def commands():
     """{'server NAME': command class} for every server command."""
     out = {'server create': CreateServer, 'server list': ListServers,
            'server show': ShowServer, 'server delete': DeleteServer,
-           'server actions': ServerActions, 'server set-policy': SetPolicy}
+           'server actions': ServerActions, 'server set-policy': SetPolicy,
+           'server rename': RenameServer}
     for spec in ACTIONS:
         out['server %s' % spec.name] = action_command(spec)
     return out

@@ -126,6 +126,17 @@ def show(server_id):
     return {'server': request.server_body(inst, fault=_fault(inst))}
 
 
+@bp.put('/<server_id>')
+def update(server_id):
+    """Rename: Nova's ``PUT /servers/{id}``, answered with the server."""
+    body = request.json_body(schemas.UPDATE_SERVER)['server']
+    inst = request.get_server(server_id, rule='tristate:servers:update')
+    if 'name' in body and body['name'] != inst['name']:
+        inst = request.services().client.rename_instance(
+            request.context(), inst['uuid'], name=body['name'])
+    return {'server': request.server_body(inst, fault=_fault(inst))}
+
+
 @bp.post('', strict_slashes=False)
 def create():
     whole = request.json_body(schemas.CREATE_SERVER)

@@ -182,7 +182,9 @@ def test_action_commands_wait_for_the_result(tristate):
     policy = tristate.json('server', 'set-policy', 'acts', '--user-shutdown',
                            'restart')
     assert policy['user_shutdown'] == 'restart'
-    tristate.run('server', 'force-delete', 'acts')
+    renamed = tristate.json('server', 'rename', 'acts', 'acts-renamed')
+    assert renamed['name'] == 'acts-renamed'
+    tristate.run('server', 'force-delete', 'acts-renamed')
     missing = tristate.run('server', 'show', 'acts', ok=False)
     assert missing.returncode == 1
     assert "No server with a name or ID of 'acts' exists." in missing.stderr
