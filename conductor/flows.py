@@ -8,6 +8,7 @@ request that fails validation changes nothing.
 
 import datetime
 import logging
+import uuid as uuidlib
 
 from common import actions
 from common import exception
@@ -22,7 +23,7 @@ TABLE = actions.TABLE
 # Parameters each action takes: name -> (type, required). Others take none.
 PARAMS = {
     'rebuild': {'image_ref': (str, False)},
-    'rescue': {'image_ref': (str, False)},
+    'rescue': {'image_ref': (str, False), 'password': (str, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
     'snapshot': {'image_name': (str, True)},
@@ -49,6 +50,15 @@ def validate_params(action, params):
             raise exception.Invalid(
                 reason='%s parameter %r must be %s, not %r'
                        % (action, name, kind.__name__, params[name]))
+
+
+def _claim_message(prepared):
+    """What the action log keeps of a task's parameters: the image a
+    snapshot or backup makes. Never a password."""
+    if 'image_id' in prepared:
+        return 'image %s (%s)' % (prepared['image_id'],
+                                  prepared['image_name'])
+    return None
 
 
 def validate_name(name):
@@ -133,14 +143,18 @@ class Flows:
         inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
         prepared = self._prepare(inst, action, params)
         self._check_host_up(inst, action)
-        inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action)
+        inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action,
+                                            message=_claim_message(prepared))
         if inst['task_state'] == states.task.BUILDING:
             # rebuild of a buried instance: the build runs again
             self._build(task_ctx, inst, flavors.of_instance(inst), action,
                         prepared)
         elif self._allocate(task_ctx, inst, action, prepared):
             self.send(task_ctx, inst['host'], inst, action, prepared)
-        return self.db.get_instance(instance_uuid)
+        after = self.db.get_instance(instance_uuid)
+        if 'image_id' in prepared:
+            after['image_id'] = prepared['image_id']
+        return after
 
     def _prepare(self, inst, action, params):
         """Turn request parameters into what the agent needs."""
@@ -153,6 +167,10 @@ class Flows:
             prepared['flavor'] = new.to_dict()
         if action in ('rebuild', 'rescue'):
             prepared.setdefault('image_ref', inst['image_ref'])
+        if action in ('snapshot', 'backup'):
+            # Decided here, before the agent runs: the API answers with it
+            # at once, and the action log records it (docs/operator-guide.md).
+            prepared['image_id'] = str(uuidlib.uuid4())
         if action == 'live_migrate' and params.get('host') == inst['host']:
             raise exception.Invalid(reason='instance %s is already on host %s'
                                     % (inst['uuid'], inst['host']))

@@ -12,7 +12,9 @@ Version history:
 * 1.1 - create_instance takes reservation_id (a lease's reservation to
   build on); the conductor also serves the ``leases`` namespace
   (conductor/leases/rpcapi.py).
-* 1.3 - rename_instance (API tier: ``PUT /servers/{id}``).
+* 1.3 - rename_instance (API tier: ``PUT /servers/{id}``); run_action of
+  ``rescue`` takes ``password``, and of ``snapshot``/``backup`` answers
+  with the ``image_id`` the conductor decided.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -67,6 +69,10 @@ class ConductorAPI:
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)
 
+    def can_send(self, version):
+        """Whether calls of ``version`` pass ``[upgrade_levels]``."""
+        return self.client.can_send_version(version)
+
     def _need(self, version, what):
         if not self.client.can_send_version(version):
             raise exception.ServiceUnavailable(
@@ -76,8 +82,15 @@ class ConductorAPI:
                            what, version, self.client.version_cap))
 
     def run_action(self, ctx, instance_uuid, action, params=None):
-        return self._call(ctx, 'run_action', instance_uuid=instance_uuid,
-                          action=action, params=params or {})
+        params = params or {}
+        version = BASE_VERSION
+        if action == 'rescue' and 'password' in params:
+            # 1.3: a rescue takes the password the API answered with
+            self._need('1.3', 'rescue with an admin password')
+            version = '1.3'
+        return self._call(ctx, 'run_action', version=version,
+                          instance_uuid=instance_uuid, action=action,
+                          params=params)
 
     def delete_instance(self, ctx, instance_uuid):
         """Hard delete. With database access: the UPDATE here, then a

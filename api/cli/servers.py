@@ -289,8 +289,12 @@ def _migrate(args):
 
 
 def _rescue(args):
-    return {'rescue': {'rescue_image_ref': args.image} if args.image
-            else None}
+    body = {}
+    if args.image:
+        body['rescue_image_ref'] = args.image
+    if args.password:
+        body['adminPass'] = args.password
+    return {'rescue': body or None}
 
 
 ACTIONS = (
@@ -303,9 +307,12 @@ ACTIONS = (
     ActionSpec('unpause', 'Thaw a paused guest.', _empty('unpause')),
     ActionSpec('suspend', 'Save the guest to disk.', _empty('suspend')),
     ActionSpec('resume', 'Restore a suspended guest.', _empty('resume')),
-    ActionSpec('rescue', 'Boot the rescue image.', _rescue,
+    ActionSpec('rescue', 'Boot the rescue image (shows its adminPass).',
+               _rescue,
                (_arg('--image', help='Rescue image (default: the '
-                                     'server\'s).'),)),
+                                     'server\'s).'),
+                _arg('--password', help='Admin password of the rescue '
+                                        'system (default: generated).'))),
     ActionSpec('unrescue', 'Leave rescue.', _empty('unrescue')),
     ActionSpec('rebuild', 'Spawn again from an image (a PENDING server: '
                'build it again).', _rebuild,
@@ -322,7 +329,7 @@ ACTIONS = (
                '(admin).', _migrate,
                (_arg('--host', help='Target host (default: the scheduler '
                                     'picks).'),)),
-    ActionSpec('snapshot', 'Save an image of the disk.',
+    ActionSpec('snapshot', 'Save an image of the disk (shows its id).',
                lambda a: {'createImage': {'name': a.name}},
                (_arg('--name', required=True, help='Image name.'),)),
     ActionSpec('backup', 'Save a rotated backup image.', _backup,
@@ -365,10 +372,14 @@ class ServerAction(_Waits, show.ShowOne):
         server = client.find_server(parsed_args.server)
         if self.spec.name == 'rebuild' and not parsed_args.image:
             parsed_args.image = server['image']['id']
-        client.action(server['id'], self.spec.body(parsed_args))
+        answer = client.action(server['id'], self.spec.body(parsed_args))
         if self.spec.name == 'force-delete':
             return show_server(dict(server, status='DELETED'))
-        return show_server(self.settled(server['id'], parsed_args))
+        titles, values = show_server(self.settled(server['id'], parsed_args))
+        # what the API answers once only: rescue's password, an image's id
+        extra = {k: v for k, v in (answer or {}).items()
+                 if k in ('adminPass', 'image_id')}
+        return titles + tuple(extra), values + tuple(extra.values())
 
 
 def action_command(spec):

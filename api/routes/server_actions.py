@@ -4,6 +4,7 @@
 import flask
 
 from api import actions
+from api import microversion
 from api import request
 from api import schemas
 from api import views
@@ -44,10 +45,50 @@ def action(server_id):
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
+        if name == 'rescue':
+            params = _rescue_password(client, params)
         after = client.run_action(ctx, server_id, name, params)
-    resp = request.no_content(spec.status)
+    resp = _answer(spec, params, after)
     if after.get('task_id'):
         resp.headers[TASK_ID_HEADER] = after['task_id']
+    return resp
+
+
+def _rescue_password(client, params):
+    """The request's password, else a generated one. A conductor older
+    than RPC 1.3 takes none: the rescue then runs without one (and the
+    answer is ``{}``)."""
+    params = dict(params)
+    if not client.can_send('1.3'):
+        params.pop('password')
+    elif params['password'] is None:
+        params['password'] = actions.generate_password(
+            request.services().conf.api.password_length)
+    return params
+
+
+def _answer(spec, params, after):
+    """Nova's answer to an accepted action: empty, except rescue's
+    password and the image id of createImage and createBackup."""
+    if spec.key == 'rescue':
+        shown = (request.services().conf.api.enable_instance_password
+                 and 'password' in params)
+        body = {'adminPass': params['password']} if shown else {}
+        return flask.make_response(flask.jsonify(body), spec.status)
+    if spec.key in ('createImage', 'createBackup') and after.get('image_id'):
+        return _image_answer(spec, params, after['image_id'])
+    return request.no_content(spec.status)
+
+
+def _image_answer(spec, params, image_id):
+    """From 2.45 the id in the body; before, a ``Location`` header (for a
+    backup only when it keeps any: rotation > 0), as Nova."""
+    if request.version() >= microversion.IMAGE_ID_BODY:
+        return flask.make_response(flask.jsonify({'image_id': image_id}),
+                                   spec.status)
+    resp = request.no_content(spec.status)
+    if params.get('rotation', 1) > 0:
+        resp.headers['Location'] = request.links().href('images', image_id)
     return resp
 
 

@@ -10,6 +10,7 @@ from api import request
 from api import schemas
 from api import views
 from common import exception
+from common import states
 from common.states import vm
 
 bp = flask.Blueprint('servers', __name__, url_prefix='/v2.1/servers')
@@ -116,7 +117,11 @@ def _fault(inst):
         return None
     ctx = request.context()
     entries = request.services().client.list_actions(ctx, inst['uuid'])
-    failed = [e for e in entries if e.get('message')]
+    # a failure's message, or why reconcile chose ERROR; not a successful
+    # task's note (a snapshot's image id)
+    failed = [e for e in entries if e.get('message') and (
+        e['result'] != states.RESULT_SUCCESS
+        or e.get('vm_state_after') in _ERRORED)]
     return views.fault(failed[-1]) if failed else None
 
 

@@ -72,7 +72,9 @@ def test_action_bodies(key, body):
      ('backup', {'image_name': 'b', 'rotation': 3})),
     ('os-migrateLive', {'host': None}, ('live_migrate', {})),
     ('os-migrateLive', {'host': 'h2'}, ('live_migrate', {'host': 'h2'})),
-    ('rescue', None, ('rescue', {})),
+    ('rescue', None, ('rescue', {'password': None})),
+    ('rescue', {'adminPass': 'p', 'rescue_image_ref': 'http://g/images/r'},
+     ('rescue', {'password': 'p', 'image_ref': 'r'})),
     ('changePassword', {'adminPass': 'p'},
      ('set_password', {'password': 'p'})),
 ])
