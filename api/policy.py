@@ -74,6 +74,11 @@ def list_rules():
         _rule(SERVERS % 'instance_actions:list', OWNER,
               'List a server\'s action log.',
               ('GET', '/servers/{server_id}/os-instance-actions')),
+        _rule(SERVERS % 'instance_actions:events', ADMIN,
+              'See the events of an action in full (their traceback and '
+              'host); below microversion 2.51, see events at all.',
+              ('GET', '/servers/{server_id}/os-instance-actions/'
+                      '{request_id}')),
         _rule('tristate:flavors:index', ANYONE, 'List flavors.',
               ('GET', '/flavors')),
         _rule('tristate:hypervisors:index', ADMIN,

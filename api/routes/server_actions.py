@@ -94,27 +94,49 @@ def _image_answer(spec, params, image_id):
 
 # --- the action log -----------------------------------------------------------------
 
-def _entries(server_id):
-    request.get_server(server_id,
-                       rule='tristate:servers:instance_actions:list')
+def _raw_entries(server_id):
+    """The server and its action log, newest first (as Nova)."""
+    inst = request.get_server(server_id,
+                              rule='tristate:servers:instance_actions:list')
     entries = request.services().client.list_actions(request.context(),
                                                       server_id)
-    return [views.instance_action(e, request.version())
-            for e in reversed(entries)]         # newest first, as Nova
+    return inst, list(reversed(entries))
 
 
 @bp.get('/os-instance-actions')
 def instance_actions(server_id):
-    return {'instanceActions': _entries(server_id)}
+    _, entries = _raw_entries(server_id)
+    return {'instanceActions': [views.instance_action(e, request.version())
+                                for e in entries]}
+
+
+def _of_request(entries, request_id):
+    """The tasks of one request (or the one task of that task_id)."""
+    by_task = [e for e in entries if e['task_id'] == request_id]
+    return by_task or [e for e in entries
+                       if (e.get('request_id') or e['task_id']) == request_id]
 
 
 @bp.get('/os-instance-actions/<request_id>')
 def instance_action(server_id, request_id):
-    for entry in _entries(server_id):
-        if request_id in (entry['request_id'], entry['tristate:task_id']):
-            return {'instanceAction': dict(entry, events=[])}
-    raise exception.NotFound('Action %s of instance %s could not be found.'
-                             % (request_id, server_id))
+    """One action, with one event per task the request started, from
+    2.51 for everyone, before for admins only (Nova's events policy)."""
+    inst, entries = _raw_entries(server_id)
+    tasks = _of_request(entries, request_id)
+    if not tasks:
+        raise exception.NotFound('Action %s of instance %s could not be '
+                                 'found.' % (request_id, server_id))
+    version = request.version()
+    action = views.instance_action(tasks[0], version)
+    full = request.services().policy.allows(
+        request.context(), 'tristate:servers:instance_actions:events',
+        {'project_id': inst['project_id']})
+    if full or version >= microversion.EVENTS_FOR_ALL:
+        action['events'] = [views.instance_action_event(
+            e, version, show_traceback=full,
+            show_host=full and version >= microversion.EVENT_HOST)
+            for e in tasks]
+    return {'instanceAction': action}
 
 
 # --- metadata: the reconcile policies ---------------------------------------------
