@@ -80,3 +80,11 @@ def test_action_bodies(key, body):
 ])
 def test_action_parameters(key, body, params):
     assert actions.ACTIONS[key].resolve(body) == params
+
+
+def test_generated_passwords_are_long_unambiguous_and_differ():
+    made = {actions.generate_password(12) for _ in range(50)}
+    assert len(made) == 50
+    assert all(len(p) == 12 and not set(p) & set('0O1lI') and p.isalnum()
+               for p in made)
+    assert len(actions.generate_password(20)) == 20
