@@ -1,4 +1,4 @@
-"""``/servers``: list, show, create, delete."""
+"""``/servers``: list, show, create, rename (``PUT``), delete."""
 
 import re
 
