@@ -8,6 +8,8 @@ delete (no bus needed), ``reset`` through ``reset_state``.
 """
 
 import dataclasses
+import secrets
+import string
 import typing
 
 from api import schemas
@@ -51,10 +53,23 @@ def _rebuild(body):
     return {'image_ref': ref(body['imageRef'])}
 
 
+# Letters and digits that cannot be read one for another (no 0/O, 1/l/I).
+_PASSWORD_CHARS = ''.join(c for c in string.ascii_letters + string.digits
+                          if c not in '0O1lI')
+
+
+def generate_password(length=12):
+    return ''.join(secrets.choice(_PASSWORD_CHARS) for _ in range(length))
+
+
 def _rescue(body):
+    """The rescue image, and the password: the body's ``adminPass`` or
+    None, which the route replaces with a generated one."""
     body = body or {}
-    return ({'image_ref': ref(body['rescue_image_ref'])}
-            if body.get('rescue_image_ref') else {})
+    params = {'password': body.get('adminPass')}
+    if body.get('rescue_image_ref'):
+        params['image_ref'] = ref(body['rescue_image_ref'])
+    return params
 
 
 def _resize(body):
@@ -89,7 +104,7 @@ ACTIONS = {a.key: a for a in (
     ServerAction('unpause', 'unpause'),
     ServerAction('suspend', 'suspend'),
     ServerAction('resume', 'resume'),
-    ServerAction('rescue', 'rescue', schemas.RESCUE, _rescue),
+    ServerAction('rescue', 'rescue', schemas.RESCUE, _rescue, status=200),
     ServerAction('unrescue', 'unrescue'),
     ServerAction('rebuild', 'rebuild', schemas.REBUILD, _rebuild),
     ServerAction('resize', 'resize', schemas.RESIZE, _resize),

@@ -9,8 +9,14 @@ History (the versions whose meaning Tristate changes; the others keep
 Nova's numbering for the fields Tristate serves, see docs/operator-guide.md):
 
 * 2.1: the base.
+* 2.45: ``createImage`` and ``createBackup`` answer ``{"image_id": ...}``
+  instead of a ``Location`` header.
 * 2.47: a server's ``flavor`` is embedded (vcpus, ram, disk, original_name)
   instead of a link.
+* 2.51: an action's ``events`` are shown to its project too (before: to
+  admins only); the ``traceback`` stays admin-only.
+* 2.62: events carry ``hostId`` (and ``host`` for admins).
+* 2.84: events carry ``details`` (the failure's message).
 * 2.101: the PENDING vm_state and status are shown (seed 004). Older
   requests see ``ERROR`` for both ``status`` and ``OS-EXT-STS:vm_state``.
 """
@@ -61,7 +67,11 @@ class APIVersion:
 _FORMAT = re.compile(r'^([1-9]\d*)\.([1-9]\d*|0)$')
 
 MIN = APIVersion(2, 1)
+IMAGE_ID_BODY = APIVersion(2, 45)
 EMBEDDED_FLAVOR = APIVersion(2, 47)
+EVENTS_FOR_ALL = APIVersion(2, 51)
+EVENT_HOST = APIVersion(2, 62)
+EVENT_DETAILS = APIVersion(2, 84)
 PENDING = APIVersion(2, 101)
 MAX = PENDING
 

@@ -59,6 +59,8 @@ def list_rules():
               ('GET', '/servers/{server_id}')),
         _rule(SERVERS % 'create', ANYONE, 'Create a server.',
               ('POST', '/servers')),
+        _rule(SERVERS % 'update', OWNER, 'Rename a server.',
+              ('PUT', '/servers/{server_id}')),
         _rule(SERVERS % 'delete', OWNER, 'Delete a server (hard delete).',
               ('DELETE', '/servers/{server_id}'),
               ('POST', '/servers/{server_id}/action (forceDelete)')),
@@ -72,6 +74,11 @@ def list_rules():
         _rule(SERVERS % 'instance_actions:list', OWNER,
               'List a server\'s action log.',
               ('GET', '/servers/{server_id}/os-instance-actions')),
+        _rule(SERVERS % 'instance_actions:events', ADMIN,
+              'See the events of an action in full (their traceback and '
+              'host); below microversion 2.51, see events at all.',
+              ('GET', '/servers/{server_id}/os-instance-actions/'
+                      '{request_id}')),
         _rule('tristate:flavors:index', ANYONE, 'List flavors.',
               ('GET', '/flavors')),
         _rule('tristate:hypervisors:index', ADMIN,

@@ -65,6 +65,14 @@ CREATE_SERVER = _object(
     **{'os:scheduler_hints': SCHEDULER_HINTS,
        'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})
 
+# PUT /servers/{id}: the name only (Tristate stores no description, and
+# addresses belong to no one here); Nova's IP and disk-config fields are
+# accepted and ignored.
+UPDATE_SERVER = _object(
+    ['server'],
+    server=_object(name=NAME, **dict.fromkeys(
+        ('accessIPv4', 'accessIPv6', 'OS-DCF:diskConfig'), ANYTHING)))
+
 REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
                                           'Hard', 'hard']})
 REBUILD = _object(['imageRef'], imageRef=IMAGE_REF,

@@ -241,5 +241,38 @@ def instance_action(entry, version):
     }
 
 
+# The action log's results as Nova's event results; a running task has none.
+_EVENT_RESULTS = {states.RESULT_RUNNING: None,
+                  states.RESULT_SUCCESS: 'Success'}
+
+
+def instance_action_event(entry, version, *, show_traceback, show_host):
+    """One event of an action: one task of the action log, as stored.
+
+    Tristate keeps no traceback, only the failure's message: it is the
+    ``traceback`` (for those allowed to see events in full) and, from 2.84,
+    the ``details``. The action log does not record on which host a task
+    ran: ``hostId`` and ``host`` are empty, as Nova's for an event with no
+    host.
+    """
+    result = _EVENT_RESULTS.get(entry['result'], 'Error')
+    failure = entry.get('message') if result == 'Error' else None
+    event = {'event': 'tristate_%s' % entry['action'],
+             'start_time': isotime(entry['started_at']),
+             'finish_time': isotime(entry.get('finished_at')),
+             'result': result,
+             'tristate:task_id': entry['task_id'],
+             'tristate:result': entry['result']}
+    if show_traceback:
+        event['traceback'] = failure
+    if version >= microversion.EVENT_HOST:
+        event['hostId'] = ''
+        if show_host:
+            event['host'] = ''
+    if version >= microversion.EVENT_DETAILS:
+        event['details'] = failure
+    return event
+
+
 def _shown(vm_state, version):
     return vm_state and status.shown_vm_state(vm_state, version)

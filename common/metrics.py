@@ -19,6 +19,7 @@ start with ``tristate_``; docs/operator-guide.md lists them all.
 """
 
 import datetime
+import functools
 import logging
 import time
 
@@ -162,6 +163,7 @@ class TimedDriver:
             return value
         histogram = DRIVER_CALL_DURATION.labels(self._host, name)
 
+        @functools.wraps(value)     # its signature shows through
         def timed(*args, **kwargs):
             started = time.monotonic()
             try:

@@ -4,6 +4,8 @@ One small function per action; the agent's manager runs them, reports
 progress, and ends the task. Parameters come prepared by the conductor.
 """
 
+import inspect
+
 from common import states
 from common.flavors import Flavor
 
@@ -38,6 +40,26 @@ def _unrescue(agent, inst, params):
         _stop(agent, inst, params)
 
 
+def _takes(method, name):
+    """Whether a driver method accepts the keyword ``name``."""
+    return name in inspect.signature(method).parameters
+
+
+def _rescue(agent, inst, params):
+    kwargs = {'image_ref': params['image_ref']}
+    if params.get('password') is not None and _takes(agent.driver.rescue,
+                                                     'password'):
+        kwargs['password'] = params['password']
+    agent.driver.rescue(inst['uuid'], **kwargs)
+
+
+def _snapshot(agent, inst, params):
+    kwargs = {'image_name': params['image_name']}
+    if params.get('image_id') and _takes(agent.driver.snapshot, 'image_id'):
+        kwargs['image_id'] = params['image_id']
+    agent.driver.snapshot(inst['uuid'], **kwargs)
+
+
 def _resize(agent, inst, params):
     agent.progress(inst, step=states.step.RESIZE_PREP)
     agent.progress(inst, step=states.step.RESIZE_MIGRATING)
@@ -67,18 +89,15 @@ HANDLERS = {
     'unpause': _simple('unpause'),
     'suspend': _simple('suspend'),
     'resume': _simple('resume'),
-    'rescue': lambda agent, inst, params: agent.driver.rescue(
-        inst['uuid'], image_ref=params['image_ref']),
+    'rescue': _rescue,
     'unrescue': _unrescue,
     'resize': _resize,
     'confirm_resize': _simple('confirm_resize'),
     'revert_resize': _simple('revert_resize'),
     'live_migrate': lambda agent, inst, params: agent.driver.migrate_out(
         inst['uuid'], dest=params['dest']),
-    'snapshot': lambda agent, inst, params: agent.driver.snapshot(
-        inst['uuid'], image_name=params['image_name']),
-    'backup': lambda agent, inst, params: agent.driver.snapshot(
-        inst['uuid'], image_name=params['image_name']),
+    'snapshot': _snapshot,
+    'backup': _snapshot,
     'set_password': lambda agent, inst, params: agent.driver.set_password(
         inst['uuid'], password=params['password']),
 }

@@ -8,6 +8,7 @@ request that fails validation changes nothing.
 
 import datetime
 import logging
+import uuid as uuidlib
 
 from common import actions
 from common import exception
@@ -22,7 +23,7 @@ TABLE = actions.TABLE
 # Parameters each action takes: name -> (type, required). Others take none.
 PARAMS = {
     'rebuild': {'image_ref': (str, False)},
-    'rescue': {'image_ref': (str, False)},
+    'rescue': {'image_ref': (str, False), 'password': (str, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
     'snapshot': {'image_name': (str, True)},
@@ -51,6 +52,21 @@ def validate_params(action, params):
                        % (action, name, kind.__name__, params[name]))
 
 
+def _claim_message(prepared):
+    """What the action log keeps of a task's parameters: the image a
+    snapshot or backup makes. Never a password."""
+    if 'image_id' in prepared:
+        return 'image %s (%s)' % (prepared['image_id'],
+                                  prepared['image_name'])
+    return None
+
+
+def validate_name(name):
+    if not isinstance(name, str) or not name.strip() or len(name) > 255:
+        raise exception.Invalid(reason='name must be 1-255 characters, '
+                                'got %r' % (name,))
+
+
 def validate_policies(policies):
     choices = {'user_shutdown': states.USER_SHUTDOWN_POLICIES,
                'crash': states.CRASH_POLICIES}
@@ -77,9 +93,7 @@ class Flows:
 
     def create(self, ctx, *, name, flavor, image_ref, policies,
                reservation_id=None):
-        if not isinstance(name, str) or not name.strip() or len(name) > 255:
-            raise exception.Invalid(reason='name must be 1-255 characters, '
-                                    'got %r' % (name,))
+        validate_name(name)
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
@@ -129,14 +143,18 @@ class Flows:
         inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
         prepared = self._prepare(inst, action, params)
         self._check_host_up(inst, action)
-        inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action)
+        inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action,
+                                            message=_claim_message(prepared))
         if inst['task_state'] == states.task.BUILDING:
             # rebuild of a buried instance: the build runs again
             self._build(task_ctx, inst, flavors.of_instance(inst), action,
                         prepared)
         elif self._allocate(task_ctx, inst, action, prepared):
             self.send(task_ctx, inst['host'], inst, action, prepared)
-        return self.db.get_instance(instance_uuid)
+        after = self.db.get_instance(instance_uuid)
+        if 'image_id' in prepared:
+            after['image_id'] = prepared['image_id']
+        return after
 
     def _prepare(self, inst, action, params):
         """Turn request parameters into what the agent needs."""
@@ -149,6 +167,10 @@ class Flows:
             prepared['flavor'] = new.to_dict()
         if action in ('rebuild', 'rescue'):
             prepared.setdefault('image_ref', inst['image_ref'])
+        if action in ('snapshot', 'backup'):
+            # Decided here, before the agent runs: the API answers with it
+            # at once, and the action log records it (docs/operator-guide.md).
+            prepared['image_id'] = str(uuidlib.uuid4())
         if action == 'live_migrate' and params.get('host') == inst['host']:
             raise exception.Invalid(reason='instance %s is already on host %s'
                                     % (inst['uuid'], inst['host']))
@@ -199,6 +221,14 @@ class Flows:
         return self.db.set_policies(instance_uuid,
                                     user_shutdown=policies.get('user_shutdown'),
                                     crash=policies.get('crash'))
+
+    def rename(self, ctx, instance_uuid, name):
+        """A new display name; no task, so it never waits for one."""
+        validate_name(name)
+        gw.check_owner(ctx, self.db.get_instance(instance_uuid))
+        before, after = self.db.rename_instance(instance_uuid, name=name)
+        self.gateway.notify_renamed(ctx, before, after)
+        return after
 
     # --- delete ----------------------------------------------------------------------
 

@@ -78,10 +78,12 @@ class TaskGateway:
         metrics.task_started('build')
         return inst, task_ctx
 
-    def claim(self, ctx, instance_uuid, action):
-        """Claim ``action``; returns the instance and the task's context."""
+    def claim(self, ctx, instance_uuid, action, message=None):
+        """Claim ``action``; returns the instance and the task's context.
+        ``message`` goes to the action log (never a secret)."""
         check_owner(ctx, self.db.get_instance(instance_uuid))
-        inst = self.db.claim_task(ctx, instance_uuid, action)
+        inst = self.db.claim_task(ctx, instance_uuid, action,
+                                  message=message)
         task_ctx = ctx.for_task(inst['task_id'])
         self.notify_claimed(task_ctx, dict(inst, task_state=None), inst,
                             action)
@@ -156,6 +158,12 @@ class TaskGateway:
 
     def notify_reconciled(self, ctx, before, after):
         self._notify_update(ctx, before, after)
+
+    def notify_renamed(self, ctx, before, after):
+        """``instance.update`` with Nova's ``old_display_name``."""
+        if before['name'] != after['name']:
+            self.notifier.info(ctx, 'instance.update', 'InstanceUpdatePayload',
+                               payload(after, old_display_name=before['name']))
 
     def notify_deleted(self, ctx, before, after):
         self._notify_update(ctx, before, after)

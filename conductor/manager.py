@@ -82,6 +82,10 @@ class ConductorManager:
         return self.flows.update_policies(ctx, instance_uuid, policies)
 
     @_expected
+    def rename_instance(self, ctx, instance_uuid, name):
+        return self.flows.rename(ctx, instance_uuid, name)
+
+    @_expected
     def get_instance(self, ctx, instance_uuid):
         return gw.check_owner(ctx, self.db.get_instance(instance_uuid))
 

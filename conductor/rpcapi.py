@@ -12,6 +12,9 @@ Version history:
 * 1.1 - create_instance takes reservation_id (a lease's reservation to
   build on); the conductor also serves the ``leases`` namespace
   (conductor/leases/rpcapi.py).
+* 1.3 - rename_instance (API tier: ``PUT /servers/{id}``); run_action of
+  ``rescue`` takes ``password``, and of ``snapshot``/``backup`` answers
+  with the ``image_id`` the conductor decided.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -23,7 +26,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.1'
+VERSION = '1.3'
 BASE_VERSION = '1.0'
 
 
@@ -66,16 +69,28 @@ class ConductorAPI:
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)
 
+    def can_send(self, version):
+        """Whether calls of ``version`` pass ``[upgrade_levels]``."""
+        return self.client.can_send_version(version)
+
     def _need(self, version, what):
         if not self.client.can_send_version(version):
             raise exception.ServiceUnavailable(
-                reason='%s needs conductor RPC API %s and [upgrade_levels] '
-                       'conductor caps it at %s' % (
+                reason='%s is not supported until the conductors are '
+                       'upgraded: it needs conductor RPC API %s and '
+                       '[upgrade_levels] conductor caps it at %s' % (
                            what, version, self.client.version_cap))
 
     def run_action(self, ctx, instance_uuid, action, params=None):
-        return self._call(ctx, 'run_action', instance_uuid=instance_uuid,
-                          action=action, params=params or {})
+        params = params or {}
+        version = BASE_VERSION
+        if action == 'rescue' and 'password' in params:
+            # 1.3: a rescue takes the password the API answered with
+            self._need('1.3', 'rescue with an admin password')
+            version = '1.3'
+        return self._call(ctx, 'run_action', version=version,
+                          instance_uuid=instance_uuid, action=action,
+                          params=params)
 
     def delete_instance(self, ctx, instance_uuid):
         """Hard delete. With database access: the UPDATE here, then a
@@ -99,6 +114,12 @@ class ConductorAPI:
                                 'instance %s; the next power report will',
                                 instance_uuid, exc_info=True)
         return after
+
+    def rename_instance(self, ctx, instance_uuid, *, name):
+        """1.3: change an instance's display name."""
+        self._need('1.3', 'renaming a server')
+        return self._call(ctx, 'rename_instance', version='1.3',
+                          instance_uuid=instance_uuid, name=name)
 
     def reset_state(self, ctx, instance_uuid, state):
         return self._call(ctx, 'reset_state', instance_uuid=instance_uuid,

@@ -74,6 +74,9 @@ class ApiClient:
     def post(self, path, body):
         return self.request('POST', path, body=body)
 
+    def put(self, path, body):
+        return self.request('PUT', path, body=body)
+
     def delete(self, path):
         return self.request('DELETE', path)
 

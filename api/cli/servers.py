@@ -1,5 +1,5 @@
 """``tristate server ...``: create, list, show, delete, every action of the
-table, ``set-policy`` and ``actions`` (the action log)."""
+table, ``set-policy``, ``rename`` and ``actions`` (the action log)."""
 
 import dataclasses
 import typing
@@ -233,6 +233,23 @@ class SetPolicy(show.ShowOne):
         return show_server(client.server(server['id']))
 
 
+class RenameServer(show.ShowOne):
+    """Give a server a new name (no task: it works while one runs)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('server', help='Server name or ID.')
+        parser.add_argument('name', help='The new name.')
+        return parser
+
+    def take_action(self, parsed_args):
+        client = self.app.client
+        server = client.find_server(parsed_args.server)
+        body = client.put('/servers/%s' % server['id'],
+                          {'server': {'name': parsed_args.name}})
+        return show_server(body['server'])
+
+
 # --- the actions ---------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -272,8 +289,12 @@ def _migrate(args):
 
 
 def _rescue(args):
-    return {'rescue': {'rescue_image_ref': args.image} if args.image
-            else None}
+    body = {}
+    if args.image:
+        body['rescue_image_ref'] = args.image
+    if args.password:
+        body['adminPass'] = args.password
+    return {'rescue': body or None}
 
 
 ACTIONS = (
@@ -286,9 +307,12 @@ ACTIONS = (
     ActionSpec('unpause', 'Thaw a paused guest.', _empty('unpause')),
     ActionSpec('suspend', 'Save the guest to disk.', _empty('suspend')),
     ActionSpec('resume', 'Restore a suspended guest.', _empty('resume')),
-    ActionSpec('rescue', 'Boot the rescue image.', _rescue,
+    ActionSpec('rescue', 'Boot the rescue image (shows its adminPass).',
+               _rescue,
                (_arg('--image', help='Rescue image (default: the '
-                                     'server\'s).'),)),
+                                     'server\'s).'),
+                _arg('--password', help='Admin password of the rescue '
+                                        'system (default: generated).'))),
     ActionSpec('unrescue', 'Leave rescue.', _empty('unrescue')),
     ActionSpec('rebuild', 'Spawn again from an image (a PENDING server: '
                'build it again).', _rebuild,
@@ -305,7 +329,7 @@ ACTIONS = (
                '(admin).', _migrate,
                (_arg('--host', help='Target host (default: the scheduler '
                                     'picks).'),)),
-    ActionSpec('snapshot', 'Save an image of the disk.',
+    ActionSpec('snapshot', 'Save an image of the disk (shows its id).',
                lambda a: {'createImage': {'name': a.name}},
                (_arg('--name', required=True, help='Image name.'),)),
     ActionSpec('backup', 'Save a rotated backup image.', _backup,
@@ -348,10 +372,14 @@ class ServerAction(_Waits, show.ShowOne):
         server = client.find_server(parsed_args.server)
         if self.spec.name == 'rebuild' and not parsed_args.image:
             parsed_args.image = server['image']['id']
-        client.action(server['id'], self.spec.body(parsed_args))
+        answer = client.action(server['id'], self.spec.body(parsed_args))
         if self.spec.name == 'force-delete':
             return show_server(dict(server, status='DELETED'))
-        return show_server(self.settled(server['id'], parsed_args))
+        titles, values = show_server(self.settled(server['id'], parsed_args))
+        # what the API answers once only: rescue's password, an image's id
+        extra = {k: v for k, v in (answer or {}).items()
+                 if k in ('adminPass', 'image_id')}
+        return titles + tuple(extra), values + tuple(extra.values())
 
 
 def action_command(spec):
@@ -363,7 +391,8 @@ def commands():
     """{'server NAME': command class} for every server command."""
     out = {'server create': CreateServer, 'server list': ListServers,
            'server show': ShowServer, 'server delete': DeleteServer,
-           'server actions': ServerActions, 'server set-policy': SetPolicy}
+           'server actions': ServerActions, 'server set-policy': SetPolicy,
+           'server rename': RenameServer}
     for spec in ACTIONS:
         out['server %s' % spec.name] = action_command(spec)
     return out

@@ -4,6 +4,7 @@
 import flask
 
 from api import actions
+from api import microversion
 from api import request
 from api import schemas
 from api import views
@@ -44,36 +45,98 @@ def action(server_id):
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
+        if name == 'rescue':
+            params = _rescue_password(client, params)
         after = client.run_action(ctx, server_id, name, params)
-    resp = request.no_content(spec.status)
+    resp = _answer(spec, params, after)
     if after.get('task_id'):
         resp.headers[TASK_ID_HEADER] = after['task_id']
     return resp
 
 
+def _rescue_password(client, params):
+    """The request's password, else a generated one. A conductor older
+    than RPC 1.3 takes none: the rescue then runs without one (and the
+    answer is ``{}``)."""
+    params = dict(params)
+    if not client.can_send('1.3'):
+        params.pop('password')
+    elif params['password'] is None:
+        params['password'] = actions.generate_password(
+            request.services().conf.api.password_length)
+    return params
+
+
+def _answer(spec, params, after):
+    """Nova's answer to an accepted action: empty, except rescue's
+    password and the image id of createImage and createBackup."""
+    if spec.key == 'rescue':
+        shown = (request.services().conf.api.enable_instance_password
+                 and 'password' in params)
+        body = {'adminPass': params['password']} if shown else {}
+        return flask.make_response(flask.jsonify(body), spec.status)
+    if spec.key in ('createImage', 'createBackup') and after.get('image_id'):
+        return _image_answer(spec, params, after['image_id'])
+    return request.no_content(spec.status)
+
+
+def _image_answer(spec, params, image_id):
+    """From 2.45 the id in the body; before, a ``Location`` header (for a
+    backup only when it keeps any: rotation > 0), as Nova."""
+    if request.version() >= microversion.IMAGE_ID_BODY:
+        return flask.make_response(flask.jsonify({'image_id': image_id}),
+                                   spec.status)
+    resp = request.no_content(spec.status)
+    if params.get('rotation', 1) > 0:
+        resp.headers['Location'] = request.links().href('images', image_id)
+    return resp
+
+
 # --- the action log -----------------------------------------------------------------
 
-def _entries(server_id):
-    request.get_server(server_id,
-                       rule='tristate:servers:instance_actions:list')
+def _raw_entries(server_id):
+    """The server and its action log, newest first (as Nova)."""
+    inst = request.get_server(server_id,
+                              rule='tristate:servers:instance_actions:list')
     entries = request.services().client.list_actions(request.context(),
                                                       server_id)
-    return [views.instance_action(e, request.version())
-            for e in reversed(entries)]         # newest first, as Nova
+    return inst, list(reversed(entries))
 
 
 @bp.get('/os-instance-actions')
 def instance_actions(server_id):
-    return {'instanceActions': _entries(server_id)}
+    _, entries = _raw_entries(server_id)
+    return {'instanceActions': [views.instance_action(e, request.version())
+                                for e in entries]}
+
+
+def _of_request(entries, request_id):
+    """The tasks of one request (or the one task of that task_id)."""
+    by_task = [e for e in entries if e['task_id'] == request_id]
+    return by_task or [e for e in entries
+                       if (e.get('request_id') or e['task_id']) == request_id]
 
 
 @bp.get('/os-instance-actions/<request_id>')
 def instance_action(server_id, request_id):
-    for entry in _entries(server_id):
-        if request_id in (entry['request_id'], entry['tristate:task_id']):
-            return {'instanceAction': dict(entry, events=[])}
-    raise exception.NotFound('Action %s of instance %s could not be found.'
-                             % (request_id, server_id))
+    """One action, with one event per task the request started, from
+    2.51 for everyone, before for admins only (Nova's events policy)."""
+    inst, entries = _raw_entries(server_id)
+    tasks = _of_request(entries, request_id)
+    if not tasks:
+        raise exception.NotFound('Action %s of instance %s could not be '
+                                 'found.' % (request_id, server_id))
+    version = request.version()
+    action = views.instance_action(tasks[0], version)
+    full = request.services().policy.allows(
+        request.context(), 'tristate:servers:instance_actions:events',
+        {'project_id': inst['project_id']})
+    if full or version >= microversion.EVENTS_FOR_ALL:
+        action['events'] = [views.instance_action_event(
+            e, version, show_traceback=full,
+            show_host=full and version >= microversion.EVENT_HOST)
+            for e in tasks]
+    return {'instanceAction': action}
 
 
 # --- metadata: the reconcile policies ---------------------------------------------

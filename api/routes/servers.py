@@ -1,4 +1,4 @@
-"""``/servers``: list, show, create, delete."""
+"""``/servers``: list, show, create, rename (``PUT``), delete."""
 
 import re
 
@@ -10,6 +10,7 @@ from api import request
 from api import schemas
 from api import views
 from common import exception
+from common import states
 from common.states import vm
 
 bp = flask.Blueprint('servers', __name__, url_prefix='/v2.1/servers')
@@ -116,13 +117,28 @@ def _fault(inst):
         return None
     ctx = request.context()
     entries = request.services().client.list_actions(ctx, inst['uuid'])
-    failed = [e for e in entries if e.get('message')]
+    # a failure's message, or why reconcile chose ERROR; not a successful
+    # task's note (a snapshot's image id)
+    failed = [e for e in entries if e.get('message') and (
+        e['result'] != states.RESULT_SUCCESS
+        or e.get('vm_state_after') in _ERRORED)]
     return views.fault(failed[-1]) if failed else None
 
 
 @bp.get('/<server_id>')
 def show(server_id):
     inst = request.get_server(server_id)
+    return {'server': request.server_body(inst, fault=_fault(inst))}
+
+
+@bp.put('/<server_id>')
+def update(server_id):
+    """Rename: Nova's ``PUT /servers/{id}``, answered with the server."""
+    body = request.json_body(schemas.UPDATE_SERVER)['server']
+    inst = request.get_server(server_id, rule='tristate:servers:update')
+    if 'name' in body and body['name'] != inst['name']:
+        inst = request.services().client.rename_instance(
+            request.context(), inst['uuid'], name=body['name'])
     return {'server': request.server_body(inst, fault=_fault(inst))}
 
 

@@ -45,6 +45,15 @@ opts = [
     cfg.IntOpt('max_limit', default=1000, min=1,
                help='Most items one list request returns; clients page '
                     'with limit and marker. Range >= 1; default 1000.'),
+    cfg.BoolOpt('enable_instance_password', default=True,
+                help='Whether a rescue answers with the rescue system\'s '
+                     'admin password ({"adminPass": ...}, generated unless '
+                     'the request gives one), as Nova\'s option of the same '
+                     'name. false answers {} (the password is still passed '
+                     'to a driver that takes one). Default: true.'),
+    cfg.IntOpt('password_length', default=12, min=8, max=255,
+               help='Length of a generated rescue password, in '
+                    'characters. Range 8-255; default 12.'),
     cfg.StrOpt('link_prefix',
                help='Base URL put in the links of responses, e.g. '
                     'https://compute.example.com, when a proxy in front of '

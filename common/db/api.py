@@ -379,6 +379,24 @@ class StateDB:
             return self._get(conn, instance_uuid)
         return self.db.transaction(txn)
 
+    def rename_instance(self, instance_uuid, *, name):
+        """Change an instance's display name (not a state, not a task).
+
+        One UPDATE of ``name`` (and ``updated_at``) ``WHERE vm_state !=
+        hard_deleted``: no task's write touches ``name``, so a rename runs
+        beside any task without undoing or being undone by its state
+        changes. Returns ``(before, after)``; a deleted instance is not found.
+        """
+        def txn(conn):
+            before = self._get(conn, instance_uuid)
+            after = _one(conn, sa.update(I).where(
+                I.c.uuid == instance_uuid, I.c.vm_state != vm.HARD_DELETED)
+                .values(name=name, updated_at=self.clock()).returning(*I.c))
+            if after is None:
+                raise exception.InstanceNotFound(instance=instance_uuid)
+            return before, after
+        return self.db.transaction(txn)
+
     # --- preempting database-only actions -------------------------------------
 
     def hard_delete(self, ctx, instance_uuid):

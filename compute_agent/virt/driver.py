@@ -142,6 +142,9 @@ class ComputeDriver(abc.ABC):
         self._unsupported('resume')
 
     def rescue(self, uuid, *, image_ref):
+        """Boot ``image_ref`` as the rescue system. A driver that can set
+        the rescue system's admin password adds a ``password`` keyword: the
+        agent passes the one the API answered with (never log it)."""
         self._unsupported('rescue')
 
     def unrescue(self, uuid):
@@ -165,6 +168,9 @@ class ComputeDriver(abc.ABC):
         self._unsupported('live_migrate')
 
     def snapshot(self, uuid, *, image_name):
+        """Save an image of the disk. A driver that can name images by id
+        adds an ``image_id`` keyword: the id the conductor decided and the
+        API answered with."""
         self._unsupported('snapshot')
 
     def set_password(self, uuid, *, password):

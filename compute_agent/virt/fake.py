@@ -17,7 +17,8 @@ Store file::
     {"host": "h1", "seq": 42,
      "domains": {uuid: {uuid, name, power_state, reason, flavor,
                         previous_flavor, image_ref, rescued, rescue_image_ref,
-                        snapshots, seq, last_op, broken_by, updated_at}},
+                        snapshots, seq, last_op, broken_by, updated_at,
+                        rescue_password_sha256, snapshot_ids (when set)}},
      "faults": {operation: {"mode": "hang", "remaining": null, "id": 7}}}
 
 ``seq`` is the host's counter, bumped on every change; a domain's ``seq`` is
@@ -38,6 +39,7 @@ import contextlib
 import copy
 import dataclasses
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -412,13 +414,18 @@ class FakeDriver(driver.ComputeDriver):
     def resume(self, uuid):
         self._run('resume', uuid)
 
-    def rescue(self, uuid, *, image_ref):
+    def rescue(self, uuid, *, image_ref, password=None):
+        # The store is a plain file: keep a digest, never the password.
+        digest = (hashlib.sha256(password.encode()).hexdigest()
+                  if password is not None else None)
         self._run('rescue', uuid, lambda rec: rec.update(
-            rescued=True, rescue_image_ref=image_ref))
+            rescued=True, rescue_image_ref=image_ref,
+            rescue_password_sha256=digest))
 
     def unrescue(self, uuid):
         self._run('unrescue', uuid, lambda rec: rec.update(
-            rescued=False, rescue_image_ref=None))
+            rescued=False, rescue_image_ref=None,
+            rescue_password_sha256=None))
 
     def rebuild(self, uuid, *, image_ref):
         self._run('rebuild', uuid, lambda rec: rec.update(image_ref=image_ref))
@@ -457,9 +464,12 @@ class FakeDriver(driver.ComputeDriver):
             target['domains'][uuid] = rec
             _touch(target, rec, 'migrate_out')
 
-    def snapshot(self, uuid, *, image_name):
-        self._run('snapshot', uuid,
-                  lambda rec: rec['snapshots'].append(image_name))
+    def snapshot(self, uuid, *, image_name, image_id=None):
+        def change(rec):
+            rec['snapshots'].append(image_name)
+            if image_id is not None:
+                rec.setdefault('snapshot_ids', {})[image_id] = image_name
+        self._run('snapshot', uuid, change)
 
     def set_password(self, uuid, *, password):
         self._run('set_password', uuid)

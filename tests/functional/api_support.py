@@ -91,7 +91,7 @@ class Api:
         assert resp.status_code == 202, resp.get_json()
         return resp.get_json()['server']
 
-    def action(self, server_id, body, expect=(202, 204)):
+    def action(self, server_id, body, expect=(200, 202, 204)):
         resp = self.post('/servers/%s/action' % server_id, body)
         assert resp.status_code in expect, (body, resp.get_json())
         return resp

@@ -9,6 +9,8 @@ Resize, confirm/revert and live migration, which move resources between
 hosts, are in test_resources.py.
 """
 
+import re
+
 import pytest
 
 from common import actions
@@ -118,7 +120,13 @@ def test_action_reaches_the_tables_state(plane, ctx, case):
     last = log[-1]
     assert (last['vm_state_before'], last['vm_state_after']) == (
         before, vm_after)
-    assert last['finished_at'] is not None and last['message'] is None
+    assert last['finished_at'] is not None
+    if action in ('snapshot', 'backup'):
+        # the id the conductor decided for the image, and its name
+        assert re.fullmatch(r'image [0-9a-f-]{36} \(%s\)' % params[
+            'image_name'], last['message']), last['message']
+    else:
+        assert last['message'] is None
 
 
 def test_unrescue_returns_a_stopped_instance_to_stopped(plane, ctx):

@@ -179,10 +179,23 @@ def test_action_commands_wait_for_the_result(tristate):
     for args, status in steps:
         shown = tristate.json('server', args[0], 'acts', *args[1:], '--wait')
         assert shown['status'] == status, (args, shown)
+    # what the API answers once: an image's id, rescue's password
+    reset = tristate.json('server', 'reset-state', 'acts', '--state',
+                          'active')
+    assert reset['status'] == 'ACTIVE'
+    snap = tristate.json('server', 'snapshot', 'acts', '--name', 's1',
+                         '--wait')
+    assert len(snap['image_id']) == 36
+    rescued = tristate.json('server', 'rescue', 'acts', '--password',
+                            'Cli-Pass-9', '--wait')
+    assert (rescued['status'], rescued['adminPass']) == ('RESCUE',
+                                                         'Cli-Pass-9')
     policy = tristate.json('server', 'set-policy', 'acts', '--user-shutdown',
                            'restart')
     assert policy['user_shutdown'] == 'restart'
-    tristate.run('server', 'force-delete', 'acts')
+    renamed = tristate.json('server', 'rename', 'acts', 'acts-renamed')
+    assert renamed['name'] == 'acts-renamed'
+    tristate.run('server', 'force-delete', 'acts-renamed')
     missing = tristate.run('server', 'show', 'acts', ok=False)
     assert missing.returncode == 1
     assert "No server with a name or ID of 'acts' exists." in missing.stderr

@@ -205,3 +205,23 @@ def test_a_password_never_appears_in_logs_notifications_or_the_log(
     assert secret not in logged
     assert secret not in repr(events)
     assert secret not in repr(plane.statedb.list_actions(inst['uuid']))
+
+
+def test_a_rescue_password_is_never_notified(plane, collector, ctx):
+    inst = active(plane, ctx)
+    plane.client.run_action(ctx, inst['uuid'], 'rescue',
+                            {'password': 'Never-Shown-7'})
+    events = collector.wait(inst['uuid'], 'instance.rescue.end')
+    assert 'Never-Shown-7' not in repr(events)
+
+
+def test_a_rename_is_notified_with_the_old_name(plane, collector, ctx):
+    inst = active(plane, ctx)
+    plane.client.rename_instance(ctx, inst['uuid'], name='renamed')
+    renamed = wait_for(
+        lambda: [e for e in collector.of(inst['uuid'])
+                 if 'old_display_name' in e['data']],
+        what='instance.update of the rename')
+    assert [(e['event_type'], e['data']['old_display_name'],
+             e['data']['name']) for e in renamed] == [
+        ('instance.update', inst['name'], 'renamed')]

@@ -98,3 +98,29 @@ def test_openstacksdk_sees_pending_as_error(conn):
         server = conn.compute.get_server(created.id)
     assert (server.status, server.vm_state) == ('ERROR', 'error')
     conn.compute.delete_server(server)
+
+
+def test_rename_rescue_image_and_action_events_through_openstacksdk(conn):
+    created = conn.compute.create_server(name='sdk2', flavor_id='tiny',
+                                         image_id='cirros')
+    server = conn.compute.wait_for_server(created, status='ACTIVE',
+                                          wait=TIMEOUT, interval=0.1)
+    renamed = conn.compute.update_server(server, name='sdk2-renamed')
+    assert conn.compute.get_server(server.id).name == 'sdk2-renamed'
+    assert renamed.name == 'sdk2-renamed'
+
+    # Server.create_image: the image id, from the body at 2.45 and up
+    # (the proxy's create_server_image then asks Glance, which is not here)
+    image_id = server.create_image(conn.compute, 'sdk-snap')
+    assert len(image_id) == 36
+    _wait_status(conn, server.id, 'ACTIVE')
+
+    conn.compute.rescue_server(server, admin_pass='sdk-Pass-1')
+    assert _wait_status(conn, server.id, 'RESCUE').vm_state == 'rescued'
+    actions = list(conn.compute.server_actions(server))
+    assert [a.action for a in actions[:2]] == ['rescue', 'snapshot']
+    assert 'image %s (sdk-snap)' % image_id == actions[1].message
+    rescue = conn.compute.get_server_action(actions[0].request_id, server)
+    assert [(e.event, e.result) for e in rescue.events] == [
+        ('tristate_rescue', 'Success')]
+    conn.compute.delete_server(server)

@@ -96,3 +96,15 @@ def test_help_lists_the_commands():
     assert done.returncode == 0, done.stderr
     for name in ('server create', 'server stop', 'host list', 'flavor list'):
         assert name in done.stdout
+
+
+def test_rescue_and_rename_commands():
+    spec = next(s for s in servers.ACTIONS if s.name == 'rescue')
+    args = _parse(servers.action_command(spec),
+                  ['web1', '--password', 'pw', '--image', 'r'])
+    body = spec.body(args)
+    assert body == {'rescue': {'adminPass': 'pw', 'rescue_image_ref': 'r'}}
+    schemas.validate(api_actions.ACTIONS['rescue'].schema, body['rescue'])
+    args = _parse(servers.RenameServer, ['web1', 'web2'])
+    assert (args.server, args.name) == ('web1', 'web2')
+    assert servers.commands()['server rename'] is servers.RenameServer

@@ -72,9 +72,19 @@ def test_action_bodies(key, body):
      ('backup', {'image_name': 'b', 'rotation': 3})),
     ('os-migrateLive', {'host': None}, ('live_migrate', {})),
     ('os-migrateLive', {'host': 'h2'}, ('live_migrate', {'host': 'h2'})),
-    ('rescue', None, ('rescue', {})),
+    ('rescue', None, ('rescue', {'password': None})),
+    ('rescue', {'adminPass': 'p', 'rescue_image_ref': 'http://g/images/r'},
+     ('rescue', {'password': 'p', 'image_ref': 'r'})),
     ('changePassword', {'adminPass': 'p'},
      ('set_password', {'password': 'p'})),
 ])
 def test_action_parameters(key, body, params):
     assert actions.ACTIONS[key].resolve(body) == params
+
+
+def test_generated_passwords_are_long_unambiguous_and_differ():
+    made = {actions.generate_password(12) for _ in range(50)}
+    assert len(made) == 50
+    assert all(len(p) == 12 and not set(p) & set('0O1lI') and p.isalnum()
+               for p in made)
+    assert len(actions.generate_password(20)) == 20
