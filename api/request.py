@@ -22,6 +22,10 @@ class Services:
     policy: object          # api.policy.Policy
 
 
+# The task a request started, on its answer (and its access log line).
+TASK_ID_HEADER = 'Tristate-Task-Id'
+
+
 def services():
     return flask.current_app.extensions[EXTENSION]
 

@@ -77,6 +77,11 @@ def _log_request(response):
     started = flask.g.get('started')
     elapsed = time.monotonic() - started if started is not None else 0.0
     ctx = flask.request.environ.get(auth.ENV_CONTEXT)
+    task_id = response.headers.get(request.TASK_ID_HEADER)
+    if ctx is not None and task_id:
+        # The line of a request that started a task names it, like every
+        # line the conductor and the agent write for that task.
+        ctx.task_id = task_id
     LOG.info('%s %s %s status: %d time: %.3f', ctx.who if ctx else '-',
              flask.request.method, flask.request.full_path.rstrip('?'),
              response.status_code, elapsed)

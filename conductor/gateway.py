@@ -73,6 +73,9 @@ class TaskGateway:
         """A new instance, INITIALIZED, its build task claimed."""
         inst = self.db.create_instance(ctx, values)
         task_ctx = ctx.for_task(inst['task_id'])
+        _trace(task_ctx, inst)
+        LOG.info('Task build claimed for new instance %s (flavor %s)',
+                 inst['uuid'], inst['flavor_name'])
         self._notify_update(task_ctx, {}, inst)
         self._notify_action(task_ctx, 'build', 'start', inst)
         metrics.task_started('build')
@@ -90,6 +93,9 @@ class TaskGateway:
         return inst, task_ctx
 
     def notify_claimed(self, task_ctx, before, inst, action):
+        _trace(task_ctx, inst)
+        LOG.info('Task %s claimed on instance %s (%s)', action, inst['uuid'],
+                 inst['vm_state'])
         self._notify_update(task_ctx, before, inst)
         self._notify_action(task_ctx, action, 'start', inst)
         metrics.task_started(action)
@@ -106,6 +112,10 @@ class TaskGateway:
         before, after = self.db.finish_task(
             task_ctx, instance_uuid, values=values, power=power, host=host,
             settle=settle)
+        _trace(task_ctx, after)
+        LOG.info('Task %s on instance %s finished: %s -> %s',
+                 before['task_action'], instance_uuid, before['vm_state'],
+                 after['vm_state'])
         self._notify_update(task_ctx, before, after)
         self._notify_action(task_ctx, before['task_action'], 'end', after)
         metrics.task_ended(before, after, 'finished')

@@ -14,7 +14,7 @@ from common import exception
 bp = flask.Blueprint('server_actions', __name__,
                      url_prefix='/v2.1/servers/<server_id>')
 
-TASK_ID_HEADER = 'Tristate-Task-Id'
+TASK_ID_HEADER = request.TASK_ID_HEADER
 
 
 # --- actions ---------------------------------------------------------------------

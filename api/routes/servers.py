@@ -160,6 +160,8 @@ def create():
     resp = flask.jsonify({'server': out})
     resp.status_code = 202
     resp.headers['Location'] = out['links'][0]['href']
+    if inst.get('task_id'):
+        resp.headers[request.TASK_ID_HEADER] = inst['task_id']
     return resp
 
 
