@@ -184,6 +184,9 @@ class Plane:
             # Reconnect attempts back off 1, 3, 5... s up to this (default
             # 30): a restarted broker is found again within 2 s.
             'oslo_messaging_rabbit': {'rabbit_interval_max': 2},
+            # A free port each: several conductors (and other test runs)
+            # share the machine.
+            'metrics': {'host': '127.0.0.1', 'port': 0},
             # Real notifications, as in production.
             'oslo_messaging_notifications': {'driver': 'messagingv2'},
         }
@@ -273,6 +276,11 @@ class Plane:
         self.killed.add(name)
         self.procs[name].kill()
         self.procs[name].wait(timeout=30)
+
+    def freeze(self, name):
+        """SIGSTOP process ``name``: it holds what it received, answers
+        nothing, until it is killed."""
+        self.procs[name].send_signal(signal.SIGSTOP)
 
     def restart(self, name):
         """Start process ``name`` again, with the same configuration."""
