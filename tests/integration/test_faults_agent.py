@@ -92,6 +92,20 @@ def _assert_failed_as_lost(plane, uuid, action, task_id):
     assert 'restarted and lost the task' in entry['message'], entry
 
 
+def _kill_delete_restart(plane, doomed, running):
+    for host in HOSTS:
+        plane.kill(host)
+    for inst in doomed:
+        plane.api.delete_instance(plane.ctx, inst['uuid'])
+    for host in HOSTS:
+        fake.HostStore(str(plane.state_dir), host).clear_faults()
+    # Nothing but the agents' restart can end these tasks now.
+    for uuid, (_action, task_id) in running.items():
+        assert plane.instance(uuid)['task_id'] == task_id
+    for host in HOSTS:
+        plane.restart(host)
+
+
 def test_agents_killed_mid_task_fail_their_tasks_on_restart(make_plane):
     plane = make_plane()
     names = ['%s-%d' % (action, n) for action in LOST
@@ -107,17 +121,7 @@ def test_agents_killed_mid_task_fail_their_tasks_on_restart(make_plane):
     plane.wait_for(lambda: all(_in_journal(plane, uuid) for uuid in running),
                    60, 'every task to be accepted by its agent')
 
-    for host in HOSTS:
-        plane.kill(host)
-    for inst in doomed:
-        plane.api.delete_instance(plane.ctx, inst['uuid'])
-    for host in HOSTS:
-        fake.HostStore(str(plane.state_dir), host).clear_faults()
-    # Nothing but the agents' restart can end these tasks now.
-    for uuid, (_action, task_id) in running.items():
-        assert plane.instance(uuid)['task_id'] == task_id
-    for host in HOSTS:
-        plane.restart(host)
+    _kill_delete_restart(plane, doomed, running)
 
     for uuid, (action, task_id) in running.items():
         _assert_failed_as_lost(plane, uuid, action, task_id)
@@ -127,12 +131,9 @@ def test_agents_killed_mid_task_fail_their_tasks_on_restart(make_plane):
     assert plane.violations() == []
 
     # The agents run tasks again, on the instances whose tasks were lost.
-    for action, insts in targets.items():
-        if action in ('stop', 'pause'):
-            continue
-        for inst in insts:
-            done = plane.act(inst['uuid'], 'stop', timeout=60)
-            assert (done['vm_state'], done['power_state']) == (
-                vm.STOPPED, power.SHUTDOWN), done
+    for inst in targets['reboot'] + targets['resize']:
+        done = plane.act(inst['uuid'], 'stop', timeout=60)
+        assert (done['vm_state'], done['power_state']) == (
+            vm.STOPPED, power.SHUTDOWN), done
     assert plane.violations() == []
     plane.check_alive()
