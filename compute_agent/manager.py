@@ -109,10 +109,16 @@ class AgentManager:
 
     def _run(self, ctx, inst, action, params, handler):
         uuid = inst['uuid']
+        view = _TaskView(self, ctx)
         try:
             if handler is None:
                 raise virt.NotSupported(action, 'agent')
-            handler(_TaskView(self, ctx), inst, params)
+            # A copy of a task that ended before it got here (sent again,
+            # reaped, or from before this agent restarted) must not touch
+            # the domain: the conductor's answer to a first progress report
+            # says whether the task still holds the instance.
+            view.progress(inst, percent=0)
+            handler(view, inst, params)
         except TaskStopped as stop:
             return self._stopped(inst, action, stop)
         except virt.VirtError as err:
