@@ -50,6 +50,7 @@ from common.db import checks
 from common.db import engine
 from common.db import migration
 from compute_agent.virt import fake
+from tests.conftest import pg_database
 from conductor import rpcapi
 
 URL_ENV = 'TRISTATE_TEST_RABBIT_URL'
@@ -138,12 +139,13 @@ class DaemonDied(AssertionError):
 class Plane:
     """One conductor and the agents of :data:`HOSTS`, each its own process."""
 
-    def __init__(self, path, url, *, fake_driver=None, conductors=1):
+    def __init__(self, path, url, *, fake_driver=None, conductors=1,
+                 db_url=None):
         self.path = path
         self.url = url
         self.tag = uuidlib.uuid4().hex[:12]
         self.state_dir = path / 'state'
-        self.db_url = 'sqlite:///%s' % (path / 'tristate.sqlite')
+        self.db_url = db_url or 'sqlite:///%s' % (path / 'tristate.sqlite')
         self.fake_driver = dict(fake_driver or {})
         self.conductors = ['conductor'] + ['conductor%d' % (n + 1)
                                            for n in range(1, conductors)]
@@ -404,20 +406,28 @@ class Plane:
 
 @pytest.fixture
 def make_plane(request, tmp_path, broker):
-    """``make_plane(fake_driver={...})`` starts a :class:`Plane`."""
+    """``make_plane(fake_driver={...}, conductors=1, postgresql=False)``
+    starts a :class:`Plane`; on a fresh PostgreSQL database of the server
+    named by ``TRISTATE_TEST_PG_URL`` with ``postgresql=True``, else on
+    SQLite."""
     planes = []
     request.node.tristate_planes = planes
+    with contextlib.ExitStack() as stack:
+        def make(postgresql=False, **kwargs):
+            if postgresql:
+                admin = request.getfixturevalue('pg_admin')
+                database = stack.enter_context(pg_database(admin))
+                kwargs['db_url'] = database.url.render_as_string(
+                    hide_password=False)
+            plane = Plane(tmp_path / ('plane%d' % len(planes)), broker.url,
+                          **kwargs)
+            plane.path.mkdir()
+            planes.append(plane)
+            return plane.start()
 
-    def make(**kwargs):
-        plane = Plane(tmp_path / ('plane%d' % len(planes)), broker.url,
-                      **kwargs)
-        plane.path.mkdir()
-        planes.append(plane)
-        return plane.start()
-
-    yield make
-    for plane in planes:
-        plane.stop()
+        yield make
+        for plane in planes:
+            plane.stop()
 
 
 @pytest.hookimpl(wrapper=True)

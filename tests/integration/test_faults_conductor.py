@@ -6,6 +6,8 @@ answers none, as a conductor that hangs or dies mid-request does) and then
 SIGKILLed. The agents' results that went to it are sent again until the
 other conductor records them; every build ends, each recorded once; the
 survivor carries on alone, and the dead one, started again, works too.
+On SQLite, and on PostgreSQL (as two conductors are deployed) when
+``TRISTATE_TEST_PG_URL`` names a server.
 """
 
 import pytest
@@ -53,8 +55,12 @@ def _assert_built_once(plane, uuid, task_id):
         (inst['host'], 'instance')], allocs
 
 
-def test_a_conductor_killed_mid_task_loses_and_doubles_nothing(make_plane):
-    plane = make_plane(conductors=2, fake_driver={'latency': {'spawn': SPAWN}})
+@pytest.mark.parametrize('backend', [
+    'sqlite', pytest.param('postgresql', marks=pytest.mark.postgresql)])
+def test_a_conductor_killed_mid_task_loses_and_doubles_nothing(make_plane,
+                                                                backend):
+    plane = make_plane(conductors=2, postgresql=backend == 'postgresql',
+                       fake_driver={'latency': {'spawn': SPAWN}})
     made = [plane.api.create_instance(plane.ctx, name='b%d' % n,
                                       flavor='tiny', image_ref='cirros')
             for n in range(BUILDS)]
