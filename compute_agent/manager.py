@@ -28,6 +28,9 @@ LOG = logging.getLogger(__name__)
 # How many finished task ids an agent remembers, to answer a task sent again
 # after it ended (its first acceptance was lost) without running it twice.
 REMEMBERED_TASKS = 4096
+# What a conductor answers when it could not record a result now (its
+# database did not answer within its retries): the result is sent again.
+UNAVAILABLE = (exception.DBUnavailable,)
 ACCEPTED = 'accepted'
 DUPLICATE = 'duplicate'
 
@@ -157,17 +160,20 @@ class AgentManager:
                     self._cleanup_deleted(uuid)
                 LOG.info('Result of task %s not recorded: %s', ctx.task_id, err)
                 return False
+            except UNAVAILABLE as err:     # not recorded yet: send again
+                failure = err
             except exception.TristateError as err:
                 LOG.error('Conductor refused the result of task %s: %s',
                           ctx.task_id, err)
                 return False
             except Exception as err:       # bus or conductor unavailable
-                if self._stopping:
-                    return False
-                LOG.warning('Result of task %s not delivered (%s); retrying '
-                            'in %.1f s', ctx.task_id, err, delay)
-                time.sleep(delay)
-                delay = min(delay * 2, self.conf.compute.report_retry_max)
+                failure = err
+            if self._stopping:
+                return False
+            LOG.warning('Result of task %s not delivered (%s); retrying in '
+                        '%.1f s', ctx.task_id, failure, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, self.conf.compute.report_retry_max)
 
     def _stopped(self, inst, action, stop):
         LOG.info('Task %s stopped: %s', action, stop)
