@@ -207,6 +207,9 @@ class _TaskView:
                 step=step, percent=percent)
         except exception.TaskPreempted as err:
             raise TaskStopped(err) from None
+        except UNAVAILABLE as err:  # not recorded: as if not delivered
+            LOG.warning('Progress of task %s not recorded: %s',
+                        self._ctx.task_id, err)
         except exception.TristateError:
             raise
         except Exception as err:    # progress is advisory: carry on

@@ -7,7 +7,9 @@ the conductor's bounded retries): it gave up, and the task stayed in its
 task_state until the reaper failed it, up to an hour later, although it had
 succeeded. Found by the fault-injection suite. Fixed: the agent sends the
 result again when the conductor answers that its database is unavailable,
-as it does when the conductor does not answer.
+as it does when the conductor does not answer; and a progress report
+answered so is advisory, as one not delivered is (it failed the task
+without rollback: ERROR).
 """
 
 from common import exception
@@ -39,3 +41,19 @@ def test_a_result_is_sent_again_until_the_database_answers(plane, ctx,
     assert stopped['vm_state'] == vm.STOPPED
     assert [(e['action'], e['result']) for e in log_of(plane, inst['uuid'])] == [
         ('build', states.RESULT_SUCCESS), ('stop', states.RESULT_SUCCESS)]
+
+
+def test_progress_not_recorded_does_not_fail_the_task(plane, ctx,
+                                                     monkeypatch):
+    inst = active(plane, ctx)
+
+    def database_down(*args, **kwargs):
+        raise exception.DBUnavailable(attempts=5, seconds=1.5,
+                                      reason='connection refused')
+    monkeypatch.setattr(plane.conductor.results, 'progress', database_down)
+
+    resized = act(plane, ctx, inst['uuid'], 'resize', flavor='small')
+
+    assert (resized['vm_state'], resized['flavor_name']) == (vm.RESIZED,
+                                                             'small')
+    assert log_of(plane, inst['uuid'])[-1]['result'] == states.RESULT_SUCCESS
