@@ -18,8 +18,9 @@ What is checked, and where the rule comes from:
 * hosts: each host's ``used_*`` is the sum of the allocations on it; no
   host is over its capacity under the scheduler's allocation ratios.
 * instances: a HARD_DELETED one holds no allocation; an idle one holds its
-  own allocation on its own host only; every vm_state is one the action
-  table can reach.
+  own allocation on its own host only, a resize's only while RESIZED (or
+  ERROR after a failed confirm or revert), a migration's never; every
+  vm_state is one the action table can reach.
 * power: a known power_state and reason; a report's seq and its time are
   stored together (a power_state never comes from nowhere) and no report
   is stamped in the future. Whether a stored report is older than one the
@@ -258,6 +259,15 @@ def _allocations_of(inst, held):
     if elsewhere:
         yield _inst(inst, 'runs on host %s but holds %s'
                     % (inst['host'], _describe(elsewhere)))
+    # A resize holds its new flavor until confirmed or reverted (a failed
+    # confirm or revert leaves ERROR holding it, for the operator); a
+    # migration holds its destination only while it runs.
+    left = [a for a in held if a['purpose'] == 'migration' or (
+        a['purpose'] == 'resize'
+        and inst['vm_state'] not in (vm.RESIZED, vm.ERROR))]
+    if left:
+        yield _inst(inst, 'is %s with no task running but holds %s'
+                    % (inst['vm_state'], _describe(left)))
 
 
 def _describe(allocs):

@@ -157,6 +157,23 @@ def test_an_idle_instance_holding_another_hosts_resources(statedb, clock,
           'on %s' % instances.host)
 
 
+def test_a_resize_allocation_left_after_the_resize(statedb, clock, instances):
+    uuid = instances.active()
+    task = instances.start(uuid, 'resize')
+    statedb.allocate(task, uuid, instances.host, vcpus=4, memory_mb=4096,
+                     disk_gb=40, purpose='resize', flavor_name='m1.large')
+    statedb.finish_task(task, uuid)
+    assert _violations(statedb, clock) == []
+    allocs = models.Allocation.__table__
+    # As if a revert had ended without giving the new flavor back.
+    _update(statedb, I, I.c.uuid == uuid, vm_state=vm.ACTIVE)
+    _only(_violations(statedb, clock), uuid, 'is active with no task',
+          'resize allocation')
+    _update(statedb, allocs, allocs.c.purpose == 'resize',
+            purpose='migration')
+    _only(_violations(statedb, clock), uuid, 'migration allocation')
+
+
 def test_a_vm_state_the_table_cannot_reach(statedb, clock, instances):
     uuid = instances.active()
     _update(statedb, I, I.c.uuid == uuid, vm_state='shutoff')
