@@ -358,6 +358,12 @@ class Plane:
     def instance(self, uuid):
         return self.statedb.get_instance(uuid)
 
+    def last_task(self, uuid, action):
+        """The task_id of the latest ``action`` on ``uuid``, from its action
+        log (the instance a call returns may be read after the task ended)."""
+        return [e['task_id'] for e in self.statedb.list_actions(uuid)
+                if e['action'] == action][-1]
+
     def agent_tasks(self, host):
         """The task ids in the journal of ``host``'s agent."""
         path = self.state_dir / 'agent' / ('%s-tasks.json' % host)

@@ -66,13 +66,14 @@ def _start_tasks(plane, targets):
     running = {}
     for action, insts in targets.items():
         for inst in insts:
-            claimed = plane.api.run_action(plane.ctx, inst['uuid'], action,
-                                           LOST[action][1])
-            running[inst['uuid']] = (action, claimed['task_id'])
+            plane.api.run_action(plane.ctx, inst['uuid'], action,
+                                 LOST[action][1])
+            running[inst['uuid']] = (action, plane.last_task(inst['uuid'],
+                                                             action))
     for _n in range(PER_ACTION):
         new = plane.api.create_instance(plane.ctx, name='lost-build',
                                         flavor='tiny', image_ref='cirros')
-        running[new['uuid']] = ('build', new['task_id'])
+        running[new['uuid']] = ('build', plane.last_task(new['uuid'], 'build'))
     return running
 
 

@@ -67,11 +67,13 @@ def _start_load(plane, ready):
     for n, inst in enumerate(ready):
         action, done = (('stop', vm.STOPPED) if n % 2 == 0
                         else ('reboot', vm.ACTIVE))
-        claimed = plane.api.run_action(plane.ctx, inst['uuid'], action)
-        tasks.append((inst['uuid'], claimed['task_id'], done))
+        plane.api.run_action(plane.ctx, inst['uuid'], action)
+        tasks.append((inst['uuid'], plane.last_task(inst['uuid'], action),
+                      done))
     for n in range(BUILDS):
         new = _create(plane, 'load-%d' % n)
-        tasks.append((new['uuid'], new['task_id'], vm.ACTIVE))
+        tasks.append((new['uuid'], plane.last_task(new['uuid'], 'build'),
+                      vm.ACTIVE))
     return tasks
 
 
@@ -88,8 +90,9 @@ def _delete_all(plane, doomed):
 
 def test_broker_killed_under_load_loses_nothing(make_plane, broker):
     broker.require_ctl()
-    plane = make_plane(fake_driver={'latency': {'spawn': 2, 'power_off': 1,
-                                                'reboot': 1}})
+    # Room for every instance (130 at full size) under the default ratio.
+    plane = make_plane(fake_driver={'vcpus': 64, 'latency': {
+        'spawn': 2, 'power_off': 1, 'reboot': 1}})
     before = [_create(plane, 'pre-%d' % n) for n in range(ACTIONS + DELETES)]
     before = [plane.wait_idle(inst['uuid'], 120) for inst in before]
     assert all(inst['vm_state'] == vm.ACTIVE for inst in before)

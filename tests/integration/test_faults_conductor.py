@@ -78,8 +78,8 @@ def test_a_conductor_killed_mid_task_loses_and_doubles_nothing(make_plane,
                    'recorded by the other')
     plane.kill('conductor2')
 
-    for inst in made:
-        _assert_built_once(plane, inst['uuid'], inst['task_id'])
+    for uuid in uuids:
+        _assert_built_once(plane, uuid, plane.last_task(uuid, 'build'))
     used = sum(h['used_memory_mb'] for h in plane.statedb.list_hosts())
     assert used == 512 * BUILDS
     assert plane.violations() == []
