@@ -3,7 +3,9 @@
 For each task: note it in the journal, answer the conductor that the task is
 accepted (the conductor sends a task again until some agent answers, so a
 message lost with a restarted broker is sent again, and a task received twice
-runs once), then, in a thread of its own, run the driver calls of its action
+runs once), then, in a thread of its own, check with a first progress
+report that the task still holds the instance (a copy that arrives after the
+task ended is dropped), run the driver calls of its action
 (:mod:`compute_agent.tasks`), report progress, and report the result until a
 conductor records it. A task the conductor says was preempted (the instance
 was hard-deleted) stops at once and destroys what it made. The target
