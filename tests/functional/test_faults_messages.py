@@ -95,15 +95,20 @@ def test_results_of_ended_tasks_change_nothing(plane, ctx, agent_bus):
     before = _state(plane, inst['uuid'])
     _replay_results(agent_bus, stop_ctx, running)
     assert _state(plane, inst['uuid']) == before
-    # A hang cleared makes the call give up: the start rolls back.
+    # A hang cleared makes a call that waited give up (the start rolls
+    # back); a call not made yet succeeds.
     faults(plane, inst['host']).clear_faults()
-    assert wait_idle(plane, inst['uuid'])['vm_state'] == vm.STOPPED
-    started = act(plane, ctx, inst['uuid'], 'start')
+    if wait_idle(plane, inst['uuid'])['vm_state'] == vm.STOPPED:
+        act(plane, ctx, inst['uuid'], 'start')
+    started = plane.statedb.get_instance(inst['uuid'])
     assert (started['vm_state'], started['power_state']) == (vm.ACTIVE,
                                                              power.RUNNING)
-    assert [(e['action'], e['result']) for e in log_of(plane, inst['uuid'])] == [
-        ('build', states.RESULT_SUCCESS), ('stop', states.RESULT_SUCCESS),
-        ('start', states.RESULT_ROLLED_BACK), ('start', states.RESULT_SUCCESS)]
+    log = [(e['action'], e['result']) for e in log_of(plane, inst['uuid'])]
+    assert log[:2] == [('build', states.RESULT_SUCCESS),
+                       ('stop', states.RESULT_SUCCESS)]
+    assert log[2:] in ([('start', states.RESULT_SUCCESS)],
+                       [('start', states.RESULT_ROLLED_BACK),
+                        ('start', states.RESULT_SUCCESS)])
     _clean(plane)
 
 
@@ -133,8 +138,11 @@ def test_a_task_delivered_again_runs_once(plane, ctx):
     wait_agent_done(plane, inst['host'])
     assert faults(plane, inst['host']).read()['domains'][inst['uuid']] == (
         domain_before)
-    assert [(e['action'], e['result']) for e in log_of(plane, inst['uuid'])] == [
-        ('build', states.RESULT_SUCCESS), ('reboot', states.RESULT_ROLLED_BACK)]
+    # Once: rolled back if the call waited on the hang, else done.
+    log = [(e['action'], e['result']) for e in log_of(plane, inst['uuid'])]
+    assert log[0] == ('build', states.RESULT_SUCCESS)
+    assert log[1:] in ([('reboot', states.RESULT_ROLLED_BACK)],
+                       [('reboot', states.RESULT_SUCCESS)])
     _clean(plane)
 
 
