@@ -207,6 +207,15 @@ class ActionTable:
             raise exception.ActionNotFound(
                 action=name, expected=', '.join(sorted(self.actions))) from None
 
+    def timeout(self, name, overrides=None):
+        """Seconds without progress after which a task of ``name`` is
+        failed: ``overrides`` (``[conductor] task_timeouts``) if it names
+        the action, else the table's. 0: never (database-only actions)."""
+        overrides = overrides or {}
+        if name in overrides:
+            return int(overrides[name])
+        return self.action(name).timeout
+
     def allowed_from(self, name, target=None):
         """The vm_states ``name`` may start from (for ``target`` if given)."""
         self.action(name)

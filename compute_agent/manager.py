@@ -3,7 +3,9 @@
 For each task: note it in the journal, answer the conductor that the task is
 accepted (the conductor sends a task again until some agent answers, so a
 message lost with a restarted broker is sent again, and a task received twice
-runs once), then, in a thread of its own, run the driver calls of its action
+runs once), then, in a thread of its own, check with a first progress
+report that the task still holds the instance (a copy that arrives after the
+task ended is dropped), run the driver calls of its action
 (:mod:`compute_agent.tasks`), report progress, and report the result until a
 conductor records it. A task the conductor says was preempted (the instance
 was hard-deleted) stops at once and destroys what it made. The target
@@ -28,6 +30,9 @@ LOG = logging.getLogger(__name__)
 # How many finished task ids an agent remembers, to answer a task sent again
 # after it ended (its first acceptance was lost) without running it twice.
 REMEMBERED_TASKS = 4096
+# What a conductor answers when it could not record a result now (its
+# database did not answer within its retries): the result is sent again.
+UNAVAILABLE = (exception.DBUnavailable,)
 ACCEPTED = 'accepted'
 DUPLICATE = 'duplicate'
 
@@ -109,10 +114,16 @@ class AgentManager:
 
     def _run(self, ctx, inst, action, params, handler):
         uuid = inst['uuid']
+        view = _TaskView(self, ctx)
         try:
             if handler is None:
                 raise virt.NotSupported(action, 'agent')
-            handler(_TaskView(self, ctx), inst, params)
+            # A copy of a task that ended before it got here (sent again,
+            # reaped, or from before this agent restarted) must not touch
+            # the domain: the conductor's answer to a first progress report
+            # says whether the task still holds the instance.
+            view.progress(inst, percent=0)
+            handler(view, inst, params)
         except TaskStopped as stop:
             return self._stopped(inst, action, stop)
         except virt.VirtError as err:
@@ -151,17 +162,20 @@ class AgentManager:
                     self._cleanup_deleted(uuid)
                 LOG.info('Result of task %s not recorded: %s', ctx.task_id, err)
                 return False
+            except UNAVAILABLE as err:     # not recorded yet: send again
+                failure = err
             except exception.TristateError as err:
                 LOG.error('Conductor refused the result of task %s: %s',
                           ctx.task_id, err)
                 return False
             except Exception as err:       # bus or conductor unavailable
-                if self._stopping:
-                    return False
-                LOG.warning('Result of task %s not delivered (%s); retrying '
-                            'in %.1f s', ctx.task_id, err, delay)
-                time.sleep(delay)
-                delay = min(delay * 2, self.conf.compute.report_retry_max)
+                failure = err
+            if self._stopping:
+                return False
+            LOG.warning('Result of task %s not delivered (%s); retrying in '
+                        '%.1f s', ctx.task_id, failure, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, self.conf.compute.report_retry_max)
 
     def _stopped(self, inst, action, stop):
         LOG.info('Task %s stopped: %s', action, stop)
@@ -195,6 +209,9 @@ class _TaskView:
                 step=step, percent=percent)
         except exception.TaskPreempted as err:
             raise TaskStopped(err) from None
+        except UNAVAILABLE as err:  # not recorded: as if not delivered
+            LOG.warning('Progress of task %s not recorded: %s',
+                        self._ctx.task_id, err)
         except exception.TristateError:
             raise
         except Exception as err:    # progress is advisory: carry on

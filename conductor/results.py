@@ -141,15 +141,14 @@ class Results:
 
     def reap(self, ctx, now):
         """Fail tasks with no progress for longer than their timeout."""
-        overrides = {k: int(v) for k, v in
-                     self.conf.conductor.task_timeouts.items()}
-        shortest = min([gw.TABLE.action(a).timeout for a in gw.TABLE.actions
-                        if gw.TABLE.action(a).timeout] + list(overrides.values()))
+        overrides = self.conf.conductor.task_timeouts
+        shortest = min(t for t in (gw.TABLE.timeout(a, overrides)
+                                   for a in gw.TABLE.actions) if t)
         reaped = 0
         for inst in self.db.list_running_tasks(
                 updated_before=now - datetime.timedelta(seconds=shortest)):
             action = inst['task_action']
-            timeout = overrides.get(action, gw.TABLE.action(action).timeout)
+            timeout = gw.TABLE.timeout(action, overrides)
             idle = (now - inst['task_updated_at']).total_seconds()
             if idle < timeout:
                 continue

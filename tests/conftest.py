@@ -70,7 +70,7 @@ def pg_admin():
 
 
 @contextlib.contextmanager
-def _pg_database(admin):
+def pg_database(admin):
     name = 'tristate_test_%s' % uuidlib.uuid4().hex
     with admin.connect() as conn:
         conn.exec_driver_sql('CREATE DATABASE %s' % name)
@@ -97,7 +97,7 @@ def db(request, tmp_path):
         database.dispose()
         return
     _require_pg_url()
-    with _pg_database(request.getfixturevalue('pg_admin')) as database:
+    with pg_database(request.getfixturevalue('pg_admin')) as database:
         yield database
 
 

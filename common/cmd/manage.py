@@ -4,6 +4,7 @@
     tristate-manage [--config-file F] db version    # current and head revision
     tristate-manage actions                          # print the action table
     tristate-manage docs states|reconcile|leases [--output PATH]  # docs/
+    tristate-manage [--config-file F] check         # the plane's invariants
 """
 
 import sys
@@ -12,6 +13,8 @@ from oslo_config import cfg
 
 from common import conf as tconf
 from common import docs
+from common.db import api as db_api
+from common.db import checks
 from common.db import engine
 from common.db import migration
 
@@ -46,6 +49,24 @@ def _docs(conf):
         sys.stdout.write(text)
 
 
+def _check(conf):
+    """Print every broken invariant, one a line; exit 1 if any."""
+    database = engine.Database.from_conf(conf)
+    try:
+        found, seen = checks.find_violations(
+            database, checks.Limits.from_conf(conf, db_api.utcnow()))
+    finally:
+        database.dispose()
+    for violation in found:
+        print(violation)
+    counted = ', '.join('%d %s' % (n, what) for what, n in seen.items())
+    if found:
+        print('%d violation(s) found (%s checked).' % (len(found), counted))
+        return 1
+    print('All invariants hold (%s checked).' % counted)
+    return 0
+
+
 def _add_parsers(subparsers):
     db = subparsers.add_parser('db', help='database schema')
     db_sub = db.add_subparsers(dest='db_command')
@@ -60,6 +81,9 @@ def _add_parsers(subparsers):
     page.add_argument('page', choices=['states', 'reconcile', 'leases'])
     page.add_argument('--output', help='file to write (default: stdout)')
     page.set_defaults(func=_docs)
+    subparsers.add_parser(
+        'check', help='check the invariants of the plane\'s database; '
+        'exit 1 naming each violation').set_defaults(func=_check)
 
 
 def main(argv=None, conf=None):
@@ -69,11 +93,10 @@ def main(argv=None, conf=None):
     conf.register_cli_opt(command)
     try:
         conf(sys.argv[1:] if argv is None else argv, project='tristate')
-        conf.command.func(conf)
+        return conf.command.func(conf) or 0
     finally:
         conf.reset()
         conf.unregister_opt(command)
-    return 0
 
 
 if __name__ == '__main__':

@@ -91,6 +91,9 @@ HUNG = {
 @pytest.mark.parametrize('action', sorted(HUNG))
 def test_delete_preempts_a_hung_task(plane, ctx, caplog, action):
     operation, task_state = HUNG[action]
+    # Before the task starts: a delete that comes before the agent's first
+    # progress report stops the task there, and logs it at once.
+    caplog.set_level(logging.INFO, logger='compute_agent.manager')
     inst = active(plane, ctx, flavor='small')
     host = inst['host']
     faults(plane, host).set_fault(operation, 'hang')
@@ -105,7 +108,6 @@ def test_delete_preempts_a_hung_task(plane, ctx, caplog, action):
         running['task_id'], states.RESULT_PREEMPTED)
     assert entry['finished_at'] is not None
     # Released, the task reports, is told it was preempted and cleans up.
-    caplog.set_level(logging.INFO, logger='compute_agent.manager')
     faults(plane, host).clear_faults()
     wait_log(caplog, running['task_id'], 'preempted')
     wait_domain(plane, host, inst['uuid'], lambda record: record is None,

@@ -55,3 +55,42 @@ def test_docs_writes_the_states_page(conf_file, tmp_path):
     _run(conf_file, 'docs', 'states', '--output', str(out))
     from common import docs
     assert out.read_text() == docs.render_states_md()
+
+
+def _state_db(tmp_path):
+    from common.db import api as db_api
+    return db_api.StateDB(engine.Database(engine.default_sqlite_url(
+        str(tmp_path / 'state'))))
+
+
+def test_check_a_clean_plane_exits_0_with_a_summary(conf_file, tmp_path,
+                                                    capsys):
+    _run(conf_file, 'db', 'sync')
+    capsys.readouterr()
+    statedb = _state_db(tmp_path)
+    statedb.host_heartbeat('node1', vcpus=4, memory_mb=4096, disk_gb=40)
+    statedb.db.dispose()
+    assert _run(conf_file, 'check') == 0
+    out = capsys.readouterr().out
+    assert out.startswith('All invariants hold') and '1 hosts' in out
+
+
+def test_check_names_every_violation_and_exits_1(conf_file, tmp_path,
+                                                 capsys):
+    import sqlalchemy as sa
+    from common.db import models
+    _run(conf_file, 'db', 'sync')
+    capsys.readouterr()
+    statedb = _state_db(tmp_path)
+    statedb.host_heartbeat('node1', vcpus=4, memory_mb=4096, disk_gb=40)
+    hosts = models.Host.__table__
+    statedb.db.transaction(lambda conn: conn.execute(sa.update(hosts).values(
+        used_vcpus=20, used_disk_gb=1)))
+    statedb.db.dispose()
+    assert _run(conf_file, 'check') == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:-1] == [
+        'host node1: used_vcpus is 20 but its allocations sum to 0',
+        'host node1: used_vcpus 20 is over its capacity 4 x 4',
+        'host node1: used_disk_gb is 1 but its allocations sum to 0']
+    assert lines[-1].startswith('3 violation(s) found')
