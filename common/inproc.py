@@ -20,7 +20,7 @@ Semantics follow the AMQP drivers where Tristate relies on them:
   caller's side with its class when its module is allowed.
 * Notifications go to ``<topic>.<priority>``: every pool gets a copy, the
   listeners of one pool share it, and a queue without a pool keeps what was
-  sent before anyone listened.
+  sent before anyone listened (the last :data:`NOTIFICATIONS_KEPT`).
 * Every message and reply is a JSON round trip: what a process could not
   send over a real bus fails here too, and no object is shared.
 """
@@ -40,6 +40,9 @@ _queues = {}             # key -> list of (ctxt, message, reply slot or None)
 _listeners = {}          # key -> set of _Listener
 _fanout = {}             # (exchange, topic) -> set of _Listener
 _ids = itertools.count(1)
+# Notifications kept per queue while no one takes them (the oldest go):
+# notifications sent with no listener must not grow the process forever.
+NOTIFICATIONS_KEPT = 10000
 
 
 def _copy(value):
@@ -62,10 +65,13 @@ class _Reply:
         return self._done.wait(timeout)
 
 
-def _deliver(key, item):
-    """Queue ``item`` under ``key`` and wake one listener of it. Call with
-    ``_lock`` held."""
-    _queues.setdefault(key, []).append(item)
+def _deliver(key, item, limit=None):
+    """Queue ``item`` under ``key`` and wake the listeners of it. Call with
+    ``_lock`` held. ``limit``: drop the oldest beyond it."""
+    queue = _queues.setdefault(key, [])
+    queue.append(item)
+    if limit is not None and len(queue) > limit:
+        del queue[:len(queue) - limit]
     for listener in _listeners.get(key, ()):
         listener.wake()
 
@@ -205,7 +211,7 @@ class InProcDriver(base.BaseDriver):
                      if key[:3] == ('notify', exchange, target.topic)}
             pools.add(('notify', exchange, target.topic, None))
             for key in pools:
-                _deliver(key, item)
+                _deliver(key, item, NOTIFICATIONS_KEPT)
 
     def listen(self, target, batch_size, batch_timeout):
         exchange = self._exchange(target)

@@ -112,7 +112,7 @@ class Flows:
         inst, task_ctx = self.gateway.create(ctx, values)
         self._build(task_ctx, inst, chosen, 'build', {},
                     reservation_id=reservation_id)
-        return self.db.get_instance(inst['uuid'])
+        return _started(self.db.get_instance(inst['uuid']), task_ctx)
 
     def _build(self, task_ctx, inst, flavor, action, params,
                reservation_id=None):
@@ -151,7 +151,7 @@ class Flows:
                         prepared)
         elif self._allocate(task_ctx, inst, action, prepared):
             self.send(task_ctx, inst['host'], inst, action, prepared)
-        after = self.db.get_instance(instance_uuid)
+        after = _started(self.db.get_instance(instance_uuid), task_ctx)
         if 'image_id' in prepared:
             after['image_id'] = prepared['image_id']
         return after
@@ -261,3 +261,9 @@ class Flows:
                      inst['uuid'], inst['soft_deleted_at'])
             self.delete(ctx, inst['uuid'])
         return len(due)
+
+
+def _started(inst, task_ctx):
+    """The row as it is now, plus the task the request started: the task
+    may have ended already (a fast agent), ``task_id`` then being None."""
+    return dict(inst, started_task_id=task_ctx.task_id)

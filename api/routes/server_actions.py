@@ -49,8 +49,9 @@ def action(server_id):
             params = _rescue_password(client, params)
         after = client.run_action(ctx, server_id, name, params)
     resp = _answer(spec, params, after)
-    if after.get('task_id'):
-        resp.headers[TASK_ID_HEADER] = after['task_id']
+    started = after.get('started_task_id') or after.get('task_id')
+    if started:
+        resp.headers[TASK_ID_HEADER] = started
     return resp
 
 

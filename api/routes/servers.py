@@ -160,8 +160,9 @@ def create():
     resp = flask.jsonify({'server': out})
     resp.status_code = 202
     resp.headers['Location'] = out['links'][0]['href']
-    if inst.get('task_id'):
-        resp.headers[request.TASK_ID_HEADER] = inst['task_id']
+    started = inst.get('started_task_id') or inst.get('task_id')
+    if started:
+        resp.headers[request.TASK_ID_HEADER] = started
     return resp
 
 

@@ -91,7 +91,12 @@ def test_results_of_ended_tasks_change_nothing(plane, ctx, agent_bus):
     # A newer task runs: the old results must not end it.
     faults(plane, inst['host']).set_fault('power_on', 'hang')
     plane.client.run_action(ctx, inst['uuid'], 'start')
-    running = wait_task(plane, inst['uuid'], task.STARTING)
+    # Once the agent's first progress is in (it then hangs in the driver),
+    # nothing else moves the row but the replayed results.
+    running = wait_instance(
+        plane, inst['uuid'], lambda i: i['task_state'] == task.STARTING
+        and i['task_updated_at'] != i['task_started_at'],
+        what='the agent to start the start task')
     before = _state(plane, inst['uuid'])
     _replay_results(agent_bus, stop_ctx, running)
     assert _state(plane, inst['uuid']) == before

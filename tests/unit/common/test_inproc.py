@@ -16,6 +16,9 @@ def bus():
     conf = cfg.ConfigOpts()
     rpc.register_opts(conf)
     conf([])
+    # An exchange of its own: the bus is the process's, shared with every
+    # other test (whose notifications would land in the same queues).
+    conf.set_override('control_exchange', 'test-%s' % uuidlib.uuid4().hex)
     bus = rpc.Bus(conf, url='inproc://')
     yield bus
     bus.cleanup()
@@ -177,3 +180,23 @@ def _wait(predicate, timeout=5.0):
             return
         done.wait(0.01)
     assert predicate()
+
+
+def test_notifications_no_one_takes_are_bounded(bus, monkeypatch):
+    from common import inproc
+    monkeypatch.setattr(inproc, 'NOTIFICATIONS_KEPT', 3)
+    bus.conf.set_override('driver', ['messagingv2'],
+                          group='oslo_messaging_notifications')
+    notifier = bus.notifier('test')
+    for n in range(10):
+        notifier.info(CTX, 'event.%d' % n, 'Payload', {'n': n})
+    collector = Collector()
+    listener = bus.notification_listener([collector])
+    listener.start()
+    try:
+        _wait(lambda: len(collector.events) == 3)
+        assert [e for e, _data in collector.events] == [
+            'event.7', 'event.8', 'event.9']
+    finally:
+        listener.stop()
+        listener.wait()
