@@ -121,8 +121,10 @@ class AgentManager:
             # A copy of a task that ended before it got here (sent again,
             # reaped, or from before this agent restarted) must not touch
             # the domain: the conductor's answer to a first progress report
-            # says whether the task still holds the instance.
-            view.progress(inst, percent=0)
+            # says whether the task still holds the instance. (Handlers
+            # that report a step before any change do it themselves.)
+            if action not in tasks.STEP_FIRST:
+                view.progress(inst, percent=0)
             handler(view, inst, params)
         except TaskStopped as stop:
             return self._stopped(inst, action, stop)

@@ -110,5 +110,10 @@ def result_values(action, params):
     return {}
 
 
+# Tasks whose handler reports a progress step before it changes anything
+# (the conductor's answer to it says whether the task still holds the
+# instance): the agent sends no separate first progress for them.
+STEP_FIRST = frozenset({'build', 'rebuild', 'resize'})
+
 # Tasks after which the domain is no longer on this host.
 LEAVES_HOST = frozenset({'live_migrate'})
