@@ -4,6 +4,7 @@ results, the RPC server and the periodic jobs."""
 import logging
 
 from common.db import api as db_api
+from common.db import quotas
 from compute_agent import rpcapi as compute_rpcapi
 from conductor import flows as flows_mod
 from conductor import gateway as gateway_mod
@@ -22,6 +23,7 @@ class ConductorService:
 
     def __init__(self, conf, bus, statedb, *, host=None):
         self.host = host or conf.host
+        statedb.quota = quotas.Settings.from_conf(conf)
         notifier = bus.notifier('conductor.%s' % self.host)
         self.gateway = gateway_mod.TaskGateway(statedb, notifier)
         self.scheduler = scheduler_mod.Scheduler(statedb, notifier, conf)
