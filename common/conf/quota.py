@@ -13,22 +13,24 @@ group = cfg.OptGroup('quota', title='Quotas',
                      help='Per-project limits (see docs/operator-guide.md, '
                           '"Quotas and usage").')
 
-_UNLIMITED = ' -1 means unlimited, 0 that the project may have none.'
+_UNLIMITED = (' -1 means unlimited (the default: an upgrade limits nothing '
+              'until the operator says so), 0 that the project may have '
+              'none.')
 
 opts = [
-    cfg.IntOpt('instances', default=10, min=-1,
+    cfg.IntOpt('instances', default=-1, min=-1,
                help='Instances a project may have (every vm_state but '
                     'HARD_DELETED; PENDING and ERROR per count_pending). '
-                    'Range >= -1; default 10.' + _UNLIMITED),
-    cfg.IntOpt('cores', default=20, min=-1,
+                    'Range >= -1; default -1 (Nova: 10).' + _UNLIMITED),
+    cfg.IntOpt('cores', default=-1, min=-1,
                help='vCPUs a project\'s instances may have in total. Range '
-                    '>= -1; default 20.' + _UNLIMITED),
-    cfg.IntOpt('ram', default=51200, min=-1,
+                    '>= -1; default -1 (Nova: 20).' + _UNLIMITED),
+    cfg.IntOpt('ram', default=-1, min=-1,
                help='MiB of RAM a project\'s instances may have in total. '
-                    'Range >= -1; default 51200 (50 GiB).' + _UNLIMITED),
-    cfg.IntOpt('disk', default=1000, min=-1,
+                    'Range >= -1; default -1 (Nova: 51200).' + _UNLIMITED),
+    cfg.IntOpt('disk', default=-1, min=-1,
                help='GiB of local disk a project\'s instances may have in '
-                    'total. Range >= -1; default 1000.' + _UNLIMITED),
+                    'total. Range >= -1; default -1.' + _UNLIMITED),
     cfg.BoolOpt('count_pending', default=True,
                 help='Whether an idle PENDING or ERROR instance (a build '
                      'that found no host or failed) keeps counting against '

@@ -29,9 +29,10 @@ class AccountingMixin:
     # --- quota sets -------------------------------------------------------------
 
     def get_quotas(self, project_id):
-        """{'limits': {resource: limit}, 'usage': {resource: used}}."""
+        """{"defaults", "limits", "usage"}: each {resource: number}."""
         def txn(conn):
-            return {'limits': quotas.limits(conn, project_id, self.quota),
+            return {'defaults': dict(self.quota.defaults),
+                    'limits': quotas.limits(conn, project_id, self.quota),
                     'usage': quotas.usage(conn, project_id)}
         return self.db.transaction(txn, readonly=True)
 
