@@ -9,6 +9,8 @@ from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import wait_heartbeat
+from tests.functional.conftest import wait_idle
+from tests.unit.db.test_concurrency import _race
 
 
 @pytest.fixture
@@ -116,3 +118,21 @@ def test_services_report_their_version(plane):
     rows = {(s['binary'], s['host']): s for s in plane.statedb.list_services()}
     assert rows[(services.CONDUCTOR, 'conductor')]['version']
     assert rows[(services.AGENT, 'host1')]['version']
+
+
+def test_concurrent_builds_through_the_conductor(conf, make_plane, ctx):
+    """30 builds at once against a limit of 10: exactly 10 accepted (and
+    built), 20 answered 403, whatever the interleaving."""
+    builds, limit = 30, 10
+    conf.set_override('instances', limit, group='quota')
+    plane = make_plane(hosts=2)
+    outcomes = _race(builds, lambda i: plane.client.create_instance(
+        ctx, name='vm%d' % i, flavor='tiny', image_ref=api_support.IMAGE))
+    accepted = [v for kind, v in outcomes if kind == 'ok']
+    refused = [v for kind, v in outcomes if kind == 'err']
+    assert len(accepted) == limit
+    assert [e.code for e in refused] == [403] * (builds - limit), refused
+    for inst in accepted:
+        assert wait_idle(plane, inst['uuid'])['vm_state'] == 'active'
+    assert len(plane.statedb.list_instances(project_id=ctx.project_id)) \
+        == limit
