@@ -84,7 +84,26 @@ def list_rules():
         _rule('tristate:hypervisors:index', ADMIN,
               'List hosts with capacity, usage and up/down.',
               ('GET', '/os-hypervisors/detail')),
-    ] + _action_rules() + _lease_rules()
+    ] + _action_rules() + _lease_rules() + _accounting_rules()
+
+
+def _accounting_rules():
+    """Quotas and usage (Nova's defaults): admins set quotas and read every
+    project's usage; a project reads its own."""
+    return [
+        _rule('tristate:quotas:show', OWNER, 'Show a project\'s quotas '
+              '(limits, and usage with /detail).',
+              ('GET', '/os-quota-sets/{project_id}'),
+              ('GET', '/os-quota-sets/{project_id}/detail')),
+        _rule('tristate:quotas:defaults', ANYONE, 'Show the default quotas.',
+              ('GET', '/os-quota-sets/{project_id}/defaults')),
+        _rule('tristate:quotas:update', ADMIN, 'Set a project\'s quotas.',
+              ('PUT', '/os-quota-sets/{project_id}')),
+        _rule('tristate:usage:index', ADMIN, 'Usage of every project.',
+              ('GET', '/os-simple-tenant-usage')),
+        _rule('tristate:usage:show', OWNER, 'Usage of one project.',
+              ('GET', '/os-simple-tenant-usage/{project_id}')),
+    ]
 
 
 def _lease_rules():

@@ -25,6 +25,7 @@ from api import microversion
 from api import ops
 from api import policy as policy_mod
 from api import request
+from api.routes import accounting
 from api.routes import catalog
 from api.routes import leases
 from api.routes import server_actions
@@ -43,7 +44,7 @@ def create_app(conf, client, *, policy=None):
     app.extensions[request.EXTENSION] = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
     for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
-                      leases.bp):
+                      leases.bp, accounting.bp):
         app.register_blueprint(blueprint)
     app.before_request(_read_version)
     app.after_request(_response_headers)

@@ -88,6 +88,16 @@ class Forbidden(TristateError):
     code = 403
 
 
+class QuotaExceeded(TristateError):
+    """A project's quota has no room: names the resource, the limit, what
+    the project uses and what the request asked for."""
+
+    msg_fmt = ('Quota exceeded for %(resource)s: requested %(requested)s, but '
+               'already used %(used)s of %(limit)s %(resource)s (project '
+               '%(project)s).')
+    code = 403
+
+
 class Conflict(TristateError):
     code = 409
 

@@ -17,6 +17,7 @@ import time
 from common import context as tcontext
 from common import metrics
 from common import states
+from common import version
 from compute_agent.virt.driver import DomainInfo
 
 LOG = logging.getLogger(__name__)
@@ -103,7 +104,8 @@ class Reporter:
             self.conductor.heartbeat(self.ctx, host=self.host,
                                      capacity=capacity,
                                      started_at=self.started_at,
-                                     lost_tasks=self._lost_tasks)
+                                     lost_tasks=self._lost_tasks,
+                                     version=version.package_version())
         except Exception as err:
             LOG.warning('Heartbeat of %s not delivered: %s', self.host, err)
             metrics.agent_report(self.host, 'heartbeat', False)

@@ -144,7 +144,8 @@ class Flows:
         prepared = self._prepare(inst, action, params)
         self._check_host_up(inst, action)
         inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action,
-                                            message=_claim_message(prepared))
+                                            message=_claim_message(prepared),
+                                            flavor=prepared.get('flavor'))
         if inst['task_state'] == states.task.BUILDING:
             # rebuild of a buried instance: the build runs again
             self._build(task_ctx, inst, flavors.of_instance(inst), action,

@@ -81,12 +81,14 @@ class TaskGateway:
         metrics.task_started('build')
         return inst, task_ctx
 
-    def claim(self, ctx, instance_uuid, action, message=None):
+    def claim(self, ctx, instance_uuid, action, message=None, *,
+              flavor=None):
         """Claim ``action``; returns the instance and the task's context.
-        ``message`` goes to the action log (never a secret)."""
+        ``message`` goes to the action log (never a secret); ``flavor``: a
+        resize's new flavor, checked against the quota."""
         check_owner(ctx, self.db.get_instance(instance_uuid))
         inst = self.db.claim_task(ctx, instance_uuid, action,
-                                  message=message)
+                                  message=message, flavor=flavor)
         task_ctx = ctx.for_task(inst['task_id'])
         self.notify_claimed(task_ctx, dict(inst, task_state=None), inst,
                             action)

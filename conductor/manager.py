@@ -10,6 +10,7 @@ import logging
 
 from common import exception
 from common import rpc
+from conductor import accounts
 from conductor import gateway as gw
 from conductor import rpcapi
 
@@ -110,12 +111,27 @@ class ConductorManager:
         gw.check_owner(ctx, self.db.get_instance(instance_uuid))
         return self.db.list_actions(instance_uuid)
 
+    @_expected
+    def get_quotas(self, ctx, project_id):
+        return accounts.get_quotas(self.db, ctx, project_id)
+
+    @_expected
+    def update_quotas(self, ctx, project_id, values):
+        return accounts.update_quotas(self.db, ctx, project_id, values)
+
+    @_expected
+    def tenant_usage(self, ctx, start, end, project_id=None):
+        return accounts.tenant_usage(self.db, ctx, start=start, end=end,
+                                     project_id=project_id)
+
     # --- agents --------------------------------------------------------------------
 
     @_expected
-    def heartbeat(self, ctx, host, capacity, started_at, lost_tasks):
+    def heartbeat(self, ctx, host, capacity, started_at, lost_tasks,
+                  service_version=None):
         self.results.heartbeat(ctx, host=host, capacity=capacity,
-                               started_at=started_at, lost_tasks=lost_tasks)
+                               started_at=started_at, lost_tasks=lost_tasks,
+                               version=service_version)
 
     @_expected
     @_agent_task_report

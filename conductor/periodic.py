@@ -1,4 +1,5 @@
-"""The conductor's periodic jobs: the stuck-task reaper and the reclaim of
+"""The conductor's periodic jobs: its own heartbeat (the ``services`` row
+``tristate-manage status`` reads), the stuck-task reaper and the reclaim of
 soft-deleted instances. Several conductors may run them at once: every
 change they make is guarded by the task_id or the vm_state, so the second
 one finds nothing left to do."""
@@ -12,9 +13,10 @@ LOG = logging.getLogger(__name__)
 
 
 class PeriodicJobs:
-    def __init__(self, *, results, flows, interval, clock):
+    def __init__(self, *, results, flows, interval, clock, beat=None):
         self.results = results
         self.flows = flows
+        self.beat = beat
         self.interval = interval
         self.clock = clock
         self._stop = threading.Event()
@@ -25,8 +27,11 @@ class PeriodicJobs:
         ctx = tcontext.get_admin_context()
         now = self.clock()
         done = {}
-        for name, job in (('reaped', self.results.reap),
-                          ('reclaimed', self.flows.reclaim)):
+        jobs = [('reaped', self.results.reap),
+                ('reclaimed', self.flows.reclaim)]
+        if self.beat is not None:
+            jobs.insert(0, ('heartbeat', self.beat))
+        for name, job in jobs:
             try:
                 done[name] = job(ctx, now)
             except Exception:   # a job failing must not stop the others

@@ -12,6 +12,7 @@ import logging
 from common import exception
 from common import metrics
 from common import states
+from common.db import services
 from conductor import gateway as gw
 
 LOG = logging.getLogger(__name__)
@@ -112,13 +113,18 @@ class Results:
 
     # --- heartbeats and lost tasks ----------------------------------------------
 
-    def heartbeat(self, ctx, *, host, capacity, started_at, lost_tasks):
+    def heartbeat(self, ctx, *, host, capacity, started_at, lost_tasks,
+                  version=None):
+        """``version``: the agent's package version (None from an agent
+        older than RPC 1.2)."""
         started = (datetime.datetime.fromisoformat(started_at)
                    if started_at else None)
         self.db.host_heartbeat(host, vcpus=capacity['vcpus'],
                                memory_mb=capacity['memory_mb'],
                                disk_gb=capacity['disk_gb'],
                                agent_started_at=started)
+        self.db.service_heartbeat(binary=services.AGENT, host=host,
+                                  version=version, started_at=started)
         if lost_tasks:
             self.fail_lost_tasks(ctx, host, lost_tasks)
 

@@ -12,6 +12,9 @@ Version history:
 * 1.1 - create_instance takes reservation_id (a lease's reservation to
   build on); the conductor also serves the ``leases`` namespace
   (conductor/leases/rpcapi.py).
+* 1.2 - heartbeat takes service_version (the agent's package version, for
+  ``tristate-manage status``); get_quotas, update_quotas and tenant_usage
+  (API tier: os-quota-sets, os-simple-tenant-usage).
 * 1.3 - rename_instance (API tier: ``PUT /servers/{id}``); run_action of
   ``rescue`` takes ``password``, and of ``snapshot``/``backup`` answers
   with the ``image_id`` the conductor decided.
@@ -142,11 +145,34 @@ class ConductorAPI:
     def list_actions(self, ctx, instance_uuid):
         return self._call(ctx, 'list_actions', instance_uuid=instance_uuid)
 
+    def get_quotas(self, ctx, project_id):
+        """{'limits': {...}, 'usage': {...}} of one project (1.2)."""
+        self._need('1.2', 'quota sets')
+        return self._call(ctx, 'get_quotas', version='1.2',
+                          project_id=project_id)
+
+    def update_quotas(self, ctx, project_id, values):
+        """Override some of a project's limits (admin; 1.2)."""
+        self._need('1.2', 'quota sets')
+        return self._call(ctx, 'update_quotas', version='1.2',
+                          project_id=project_id, values=values)
+
+    def tenant_usage(self, ctx, *, start, end, project_id=None):
+        """Billable usage between two ISO 8601 times, per project (1.2)."""
+        self._need('1.2', 'usage reports')
+        return self._call(ctx, 'tenant_usage', version='1.2', start=start,
+                          end=end, project_id=project_id)
+
     # --- agents ----------------------------------------------------------------
 
-    def heartbeat(self, ctx, *, host, capacity, started_at, lost_tasks=()):
+    def heartbeat(self, ctx, *, host, capacity, started_at, lost_tasks=(),
+                  version=None):
+        kwargs = {}
+        if version is not None and self.client.can_send_version('1.2'):
+            kwargs = {'version': '1.2', 'service_version': version}
         return self._call(ctx, 'heartbeat', host=host, capacity=capacity,
-                          started_at=started_at, lost_tasks=list(lost_tasks))
+                          started_at=started_at, lost_tasks=list(lost_tasks),
+                          **kwargs)
 
     def task_progress(self, ctx, *, host, instance_uuid, step=None,
                       percent=None):

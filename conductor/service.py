@@ -3,7 +3,10 @@ results, the RPC server and the periodic jobs."""
 
 import logging
 
+from common import version
 from common.db import api as db_api
+from common.db import quotas
+from common.db import services
 from compute_agent import rpcapi as compute_rpcapi
 from conductor import flows as flows_mod
 from conductor import gateway as gateway_mod
@@ -22,6 +25,7 @@ class ConductorService:
 
     def __init__(self, conf, bus, statedb, *, host=None):
         self.host = host or conf.host
+        statedb.quota = quotas.Settings.from_conf(conf)
         notifier = bus.notifier('conductor.%s' % self.host)
         self.gateway = gateway_mod.TaskGateway(statedb, notifier)
         self.scheduler = scheduler_mod.Scheduler(statedb, notifier, conf)
@@ -41,10 +45,25 @@ class ConductorService:
                                  server=self.host)
         self.periodic = periodic.PeriodicJobs(
             results=self.results, flows=self.flows,
-            interval=conf.conductor.periodic_interval, clock=statedb.clock)
+            interval=conf.conductor.periodic_interval, clock=statedb.clock,
+            beat=self.beat)
+        self.statedb = statedb
+        self.started_at = statedb.clock()
+
+    def beat(self, ctx=None, now=None):
+        """Record that this conductor runs, and its version."""
+        self.statedb.service_heartbeat(
+            binary=services.CONDUCTOR, host=self.host,
+            version=version.package_version(), started_at=self.started_at)
+        return True
 
     def start(self, *, periodic_jobs=True):
         self.server.start()
+        try:
+            self.beat()
+        except Exception:       # the periodic loop tries again
+            LOG.exception('Conductor %s could not record its heartbeat',
+                          self.host)
         if periodic_jobs:
             self.periodic.start()
             self.leases.periodic.start()

@@ -2,11 +2,13 @@
 
     tristate-manage [--config-file F] db sync       # create or upgrade the schema
     tristate-manage [--config-file F] db version    # current and head revision
+    tristate-manage [--config-file F] status        # services, up or down
     tristate-manage actions                          # print the action table
     tristate-manage docs states|reconcile|leases [--output PATH]  # docs/
     tristate-manage [--config-file F] check         # the plane's invariants
 """
 
+import datetime
 import sys
 
 from oslo_config import cfg
@@ -17,6 +19,7 @@ from common.db import api as db_api
 from common.db import checks
 from common.db import engine
 from common.db import migration
+from common.db import services as services_mod
 
 
 def _db_sync(conf):
@@ -31,6 +34,46 @@ def _db_version(conf):
     database = engine.Database.from_conf(conf)
     print('current: %s\nhead: %s' % (migration.current_revision(database),
                                       migration.head_revision()))
+
+
+def service_rows(services, *, now, down_after):
+    """(rows to print, exit code): 1 when an agent is down or no conductor
+    is up (or none ever ran), else 0."""
+    rows, code = [], 0
+    for svc in services:
+        up = now - svc['last_seen'] <= datetime.timedelta(seconds=down_after)
+        rows.append((svc['binary'], svc['host'], svc['version'] or '-',
+                     svc['started_at'].isoformat(sep=' ', timespec='seconds')
+                     if svc['started_at'] else '-',
+                     svc['last_seen'].isoformat(sep=' ', timespec='seconds'),
+                     'up' if up else 'DOWN'))
+        if svc['binary'] == services_mod.AGENT and not up:
+            code = 1
+    if not any(r[0] == services_mod.CONDUCTOR and r[5] == 'up' for r in rows):
+        code = 1
+    return rows, code
+
+
+def _status(conf, clock=db_api.utcnow):
+    database = engine.Database.from_conf(conf)
+    try:
+        found = db_api.StateDB(database).list_services()
+    finally:
+        database.dispose()
+    rows, code = service_rows(found, now=clock(),
+                              down_after=conf.conductor.service_down_time)
+    header = ('binary', 'host', 'version', 'started (UTC)',
+              'last heartbeat (UTC)', 'state')
+    widths = [max(len(str(r[i])) for r in [header] + rows)
+              for i in range(len(header))]
+    for row in [header] + rows:
+        cells = zip(row, widths, strict=True)
+        print('  '.join(str(v).ljust(w) for v, w in cells).rstrip())
+    if code:
+        print('\nNot healthy: %s.' % ('an agent is down' if any(
+            r[0] == services_mod.AGENT and r[5] == 'DOWN' for r in rows)
+            else 'no conductor is up'))
+    return code
 
 
 def _actions(conf):
@@ -77,6 +120,9 @@ def _add_parsers(subparsers):
         func=_db_version)
     subparsers.add_parser('actions', help='print the action table').set_defaults(
         func=_actions)
+    subparsers.add_parser(
+        'status', help='each service, its version and last heartbeat; exits '
+        '1 if an agent or every conductor is down').set_defaults(func=_status)
     page = subparsers.add_parser('docs', help='render a generated docs page')
     page.add_argument('page', choices=['states', 'reconcile', 'leases'])
     page.add_argument('--output', help='file to write (default: stdout)')

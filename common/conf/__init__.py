@@ -16,6 +16,7 @@ from common.conf import fake_driver
 from common.conf import leases
 from common.conf import libvirt
 from common.conf import metrics
+from common.conf import quota
 from common.conf import reconcile
 from common.conf import scheduler
 from common.conf import upgrade_levels
@@ -26,6 +27,7 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             reconcile,
             leases,
             metrics,
+            quota,
             api,
             libvirt,
             fake_driver)

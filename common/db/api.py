@@ -14,6 +14,10 @@ DESIGN.md sections 3 and 4, made real:
 * :meth:`~StateDB.reset_state`: admin's way out, also preempting.
 * :meth:`~StateDB.store_power_report`: bottom-up, ignored when older than the
   last report stored.
+* Quotas and billing (:mod:`common.db.accounting`) follow every vm_state
+  change in its own transaction: a build, a rebuild of a PENDING instance,
+  a resize and a restore are checked against the project's quota there
+  (:class:`~common.exception.QuotaExceeded` rolls the change back).
 
 Every method returns plain dicts, never ORM rows, and runs in one retried
 transaction (:class:`common.db.engine.Database`). The action log is written in
@@ -28,8 +32,10 @@ import sqlalchemy as sa
 from common import actions
 from common import exception
 from common import states
+from common.db import accounting
 from common.db import lease_hosts
 from common.db import models
+from common.db import quotas
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
@@ -45,6 +51,8 @@ FINISH_COLUMNS = frozenset({'host', 'flavor_name', 'vcpus', 'memory_mb',
 CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'vcpus', 'memory_mb', 'disk_gb', 'image_ref',
                             'user_shutdown_policy', 'crash_policy'})
+# Claims checked against the project's quota (the others hold what they held).
+QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,
                'task_started_at': None, 'task_updated_at': None,
                'progress_step': None, 'progress_percent': 0}
@@ -68,15 +76,19 @@ def _one(conn, query):
     return dict(row._mapping) if row is not None else None
 
 
-class StateDB:
+class StateDB(accounting.AccountingMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
+    ``quota`` (:class:`common.db.quotas.Settings`) is what a conductor checks
+    quotas with; without it nothing is limited (usage is still counted).
     """
 
-    def __init__(self, database, *, clock=utcnow):
+    def __init__(self, database, *, clock=utcnow, quota=None):
         self.db = database
         self.clock = clock
+        if quota is not None:
+            self.quota = quota
 
     # --- reads --------------------------------------------------------------
 
@@ -173,6 +185,7 @@ class StateDB:
 
         def txn(conn):
             conn.execute(sa.insert(I).values(**record))
+            self._accounted(conn, record, now, check=True)
             self._log_start(conn, ctx, record['uuid'], task_id, 'build',
                             vm.INITIALIZED, now)
             return dict(record)
@@ -181,7 +194,7 @@ class StateDB:
     # --- claim --------------------------------------------------------------
 
     def claim_task(self, ctx, instance_uuid, action, *, task_id=None,
-                   power_seq=None, message=None):
+                   power_seq=None, message=None, flavor=None):
         """Claim ``action`` on the instance; return the claimed instance.
 
         Raises :class:`~common.exception.ActionNotAllowed` with the full reason
@@ -189,17 +202,20 @@ class StateDB:
         there is no such instance. Reconcile passes ``power_seq``: the claim
         then also requires that no newer power report arrived since it
         decided, and returns None instead of raising when it lost the race.
+        ``flavor``: a resize's new flavor (vcpus, memory_mb, disk_gb), held
+        with the old one until the resize is confirmed or reverted.
         """
         spec = TABLE.action(action)
         if spec.kind != actions.KIND_TASK:
             raise exception.Invalid(reason='%s is not a task; it is done by '
                                     'its own call' % action)
         task_id = task_id or new_uuid()
+        extra = None if flavor is None else quotas.of_flavor(flavor)
         return self.db.transaction(self._claim, ctx, instance_uuid, action,
-                                   spec, task_id, power_seq, message)
+                                   spec, task_id, power_seq, message, extra)
 
     def _claim(self, conn, ctx, instance_uuid, action, spec, task_id,
-               power_seq=None, message=None):
+               power_seq=None, message=None, extra=None):
         allowed = TABLE.allowed_from(action)
         task_by_source = {src: TABLE.row(action, src).task_state
                           for src in allowed}
@@ -223,6 +239,8 @@ class StateDB:
             if power_seq is not None:
                 return None
             self._explain_denial(conn, instance_uuid, action, allowed)
+        if action in QUOTA_CHECKED:
+            self._accounted(conn, claimed, now, check=True, extra=extra)
         self._log_start(conn, ctx, instance_uuid, task_id, action,
                         claimed['vm_state'], now, message)
         return claimed
@@ -329,8 +347,9 @@ class StateDB:
                 self._preempted(conn, instance_uuid, ctx.task_id)
             for op in settle:
                 self._settle(conn, instance_uuid, op)
-            self._log_end(conn, ctx.task_id, result, new_state, message, now)
             after = dict(inst, **values)
+            self._accounted(conn, after, now)
+            self._log_end(conn, ctx.task_id, result, new_state, message, now)
             return inst, after
         return self.db.transaction(txn)
 
@@ -418,9 +437,11 @@ class StateDB:
                 I.c.vm_state != vm.HARD_DELETED).values(**values))
             self._preempt_log(conn, instance_uuid, now)
             self._free_allocations(conn, instance_uuid)
+            after = dict(before, **values)
+            self._accounted(conn, after, now)
             self._log_instant(conn, ctx, instance_uuid, 'delete',
                               before['vm_state'], vm.HARD_DELETED, now)
-            return before, dict(before, **values)
+            return before, after
         return self.db.transaction(txn)
 
     def reset_state(self, ctx, instance_uuid, target):
@@ -442,9 +463,11 @@ class StateDB:
                 self._explain_denial(conn, instance_uuid, 'reset_state',
                                      allowed)
             self._preempt_log(conn, instance_uuid, now)
+            after = dict(before, **values)
+            self._accounted(conn, after, now)
             self._log_instant(conn, ctx, instance_uuid, 'reset_state',
                               before['vm_state'], target, now)
-            return before, dict(before, **values)
+            return before, after
         return self.db.transaction(txn)
 
     def reconcile_state(self, ctx, instance_uuid, *, vm_state, power_seq,
@@ -470,9 +493,11 @@ class StateDB:
             ).values(vm_state=target, updated_at=now))
             if res.rowcount != 1:
                 return None
+            after = dict(before, vm_state=target, updated_at=now)
+            self._accounted(conn, after, now)
             self._log_instant(conn, ctx, instance_uuid, 'reconcile', vm_state,
                               target, now, why)
-            return before, dict(before, vm_state=target, updated_at=now)
+            return before, after
         return self.db.transaction(txn)
 
     def count_actions(self, instance_uuid, *, action, since, message_prefix=''):

@@ -15,6 +15,7 @@ from sqlalchemy import Integer
 from sqlalchemy import MetaData
 from sqlalchemy import String
 from sqlalchemy import Text
+from sqlalchemy import UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm import Mapped
 from sqlalchemy.orm import mapped_column
@@ -233,3 +234,81 @@ class LeaseEvent(Base):
     message: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
     updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+# --- quotas, usage for billing, services (issue 10) ---------------------------
+# Written only by common/db/quotas.py, common/db/usage.py and
+# common/db/services.py, in the transactions of the state changes they follow.
+
+class QuotaLimit(Base):
+    """An admin's per-project override of a ``[quota]`` default."""
+    __tablename__ = 'quota_limits'
+
+    project_id: Mapped[str] = mapped_column(_name, primary_key=True)
+    # instances, cores, ram, disk (common/db/quotas.py RESOURCES)
+    resource: Mapped[str] = mapped_column(_state, primary_key=True)
+    # -1: unlimited
+    hard_limit: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class QuotaUsage(Base):
+    """What a project's instances hold: the sums of their QuotaCharge rows,
+    kept in the same transactions, so that a check is one conditional
+    UPDATE (``WHERE used + asked <= limit``)."""
+    __tablename__ = 'quota_usages'
+
+    project_id: Mapped[str] = mapped_column(_name, primary_key=True)
+    instances: Mapped[int] = mapped_column(Integer, default=0)
+    cores: Mapped[int] = mapped_column(Integer, default=0)
+    ram: Mapped[int] = mapped_column(Integer, default=0)
+    disk: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class QuotaCharge(Base):
+    """What one instance holds of its project's quota (none: no row)."""
+    __tablename__ = 'quota_charges'
+
+    instance_uuid: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('instances.uuid'), primary_key=True)
+    project_id: Mapped[str] = mapped_column(_name, index=True)
+    instances: Mapped[int] = mapped_column(Integer, default=0)
+    cores: Mapped[int] = mapped_column(Integer, default=0)
+    ram: Mapped[int] = mapped_column(Integer, default=0)
+    disk: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class UsageInterval(Base):
+    """A billable interval of one instance on one flavor: opened when it
+    becomes running-ish, closed (``ended_at``) when it stops being so."""
+    __tablename__ = 'usage_intervals'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    instance_uuid: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('instances.uuid'), index=True)
+    project_id: Mapped[str] = mapped_column(_name, index=True)
+    flavor_name: Mapped[str] = mapped_column(_name)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    disk_gb: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    # None while open
+    ended_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class Service(Base):
+    """A conductor or compute agent and its last heartbeat, for
+    ``tristate-manage status``."""
+    __tablename__ = 'services'
+    __table_args__ = (UniqueConstraint('binary', 'host'),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    binary: Mapped[str] = mapped_column(String(64))
+    host: Mapped[str] = mapped_column(_name)
+    # the package version the service runs (None: it did not say)
+    version: Mapped[str | None] = mapped_column(String(64))
+    started_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    last_seen: Mapped[datetime.datetime] = mapped_column(DateTime)

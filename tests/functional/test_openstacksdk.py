@@ -124,3 +124,13 @@ def test_rename_rescue_image_and_action_events_through_openstacksdk(conn):
     assert [(e.event, e.result) for e in rescue.events] == [
         ('tristate_rescue', 'Success')]
     conn.compute.delete_server(server)
+
+
+def test_quota_sets_and_usage_through_openstacksdk(conn):
+    project = 'sdk-quota-project'
+    conn.compute.update_quota_set(project, instances=7, cores=9)
+    got = conn.compute.get_quota_set(project)
+    assert (got.instances, got.cores) == (7, 9)
+    assert conn.compute.get_quota_set_defaults(project).cores != got.cores
+    detail = conn.compute.get_quota_set(project, usage=True)
+    assert detail.usage['instances'] == 0

@@ -1,6 +1,9 @@
 """The RPC APIs' versions: client and server agree, and a client capped at
 an older version (``[upgrade_levels]``, for rolling upgrades) still works."""
 
+import pytest
+
+from common import exception
 from common.states import vm
 from compute_agent import manager as agent_manager
 from compute_agent import rpcapi as agent_rpcapi
@@ -30,3 +33,29 @@ def test_clients_capped_at_1_0_still_work(conf, make_plane, ctx):
     # without database access, delete is one call to a conductor
     assert capped.delete_instance(ctx, inst['uuid'])['vm_state'] == (
         vm.HARD_DELETED)
+
+
+def test_a_client_capped_at_1_1_sends_no_1_2_arguments(conf, make_plane,
+                                                       ctx):
+    set_opts(conf, 'upgrade_levels', conductor='1.1')
+    plane = make_plane(hosts=1)
+    capped = conductor_rpcapi.ConductorAPI(plane.bus, conf)
+    capacity = {'vcpus': 4, 'memory_mb': 4096, 'disk_gb': 40}
+    # an agent of the previous release: its heartbeat carries no version
+    capped.heartbeat(ctx, host='old-agent', capacity=capacity,
+                     started_at=None, version='9.9')
+    found = {s['host']: s for s in plane.statedb.list_services()}
+    assert found['old-agent']['version'] is None
+    for call in (lambda: capped.get_quotas(ctx, ctx.project_id),
+                 lambda: capped.tenant_usage(ctx, start='2026-01-01T00:00:00',
+                                             end='2026-01-02T00:00:00')):
+        with pytest.raises(exception.ServiceUnavailable) as err:
+            call()
+        assert '1.2' in err.value.message
+    # uncapped, the version arrives
+    conf.clear_override('conductor', group='upgrade_levels')
+    uncapped = conductor_rpcapi.ConductorAPI(plane.bus, conf)
+    uncapped.heartbeat(ctx, host='new-agent', capacity=capacity,
+                           started_at=None, version='9.9')
+    found = {s['host']: s for s in plane.statedb.list_services()}
+    assert found['new-agent']['version'] == '9.9'

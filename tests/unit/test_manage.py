@@ -1,13 +1,17 @@
 """``tristate-manage``: schema sync and the action table, offline."""
 
+import datetime
+
 from oslo_config import cfg
 import pytest
 
 from common import conf as tconf
 from common.actions import TABLE
 from common.cmd import manage
+from common.db import api as db_api
 from common.db import engine
 from common.db import migration
+from common.db import services
 
 
 @pytest.fixture
@@ -94,3 +98,56 @@ def test_check_names_every_violation_and_exits_1(conf_file, tmp_path,
         'host node1: used_vcpus 20 is over its capacity 4 x 4',
         'host node1: used_disk_gb is 1 but its allocations sum to 0']
     assert lines[-1].startswith('3 violation(s) found')
+
+
+# --- status --------------------------------------------------------------------
+
+def _services(tmp_path, conf_file, *beats):
+    """Sync the schema and record ``beats``: (binary, host, seconds ago)."""
+    _run(conf_file, 'db', 'sync')
+    database = engine.Database(engine.default_sqlite_url(
+        str(tmp_path / 'state')))
+    try:
+        for binary, host, ago in beats:
+            when = db_api.utcnow() - datetime.timedelta(seconds=ago)
+            statedb = db_api.StateDB(database, clock=lambda w=when: w)
+            statedb.service_heartbeat(binary=binary, host=host,
+                                      version='9.9.%d' % ago)
+    finally:
+        database.dispose()
+
+
+def _status(conf_file, capsys):
+    capsys.readouterr()
+    code = _run(conf_file, 'status')
+    return code, capsys.readouterr().out
+
+
+def test_status_all_up(tmp_path, conf_file, capsys):
+    _services(tmp_path, conf_file, (services.CONDUCTOR, 'c1', 0),
+              (services.AGENT, 'h1', 1))
+    code, out = _status(conf_file, capsys)
+    assert code == 0
+    lines = {line.split()[1]: line for line in out.splitlines()[1:] if line}
+    assert '9.9.0' in lines['c1'] and lines['c1'].endswith('up')
+    assert '9.9.1' in lines['h1'] and lines['h1'].endswith('up')
+
+
+def test_status_fails_when_an_agent_is_down(tmp_path, conf_file, capsys):
+    _services(tmp_path, conf_file, (services.CONDUCTOR, 'c1', 0),
+              (services.AGENT, 'h1', 0), (services.AGENT, 'h2', 3600))
+    code, out = _status(conf_file, capsys)
+    assert code == 1
+    assert 'DOWN' in [line.split()[-1] for line in out.splitlines()
+                      if ' h2 ' in line][0]
+    assert 'an agent is down' in out
+
+
+def test_status_fails_when_every_conductor_is_down(tmp_path, conf_file,
+                                                   capsys):
+    _services(tmp_path, conf_file, (services.CONDUCTOR, 'c1', 3600),
+              (services.CONDUCTOR, 'c2', 7200), (services.AGENT, 'h1', 0))
+    code, out = _status(conf_file, capsys)
+    assert code == 1 and 'no conductor is up' in out
+    _services(tmp_path, conf_file, (services.CONDUCTOR, 'c2', 0))
+    assert _status(conf_file, capsys)[0] == 0

@@ -1,8 +1,13 @@
 """The Alembic migrations build exactly the schema the models declare."""
 
+import datetime
+
 from alembic import autogenerate
 from alembic import migration as alembic_migration
+import sqlalchemy as sa
 
+from common.db import api
+from common.db import engine
 from common.db import migration
 from common.db import models
 
@@ -23,3 +28,42 @@ def test_head_is_current_after_upgrade(db):
 def test_upgrade_twice_is_harmless(db):
     migration.upgrade(db)
     assert migration.current_revision(db) == migration.head_revision()
+
+
+def test_0003_counts_the_instances_that_exist(tmp_path):
+    """Instances made before quotas existed count from the upgrade on: the
+    running ones are billed from then, the hard-deleted ones not at all."""
+    database = engine.Database('sqlite:///%s' % (tmp_path / 'old.sqlite'))
+    try:
+        migration.upgrade(database, '0002')
+        table = sa.table('instances', *[sa.column(c) for c in (
+            'uuid', 'name', 'project_id', 'user_id', 'flavor_name', 'vcpus',
+            'memory_mb', 'disk_gb', 'image_ref', 'vm_state',
+            'progress_percent', 'power_state', 'power_seq',
+            'user_shutdown_policy', 'crash_policy', 'created_at',
+            'updated_at')])
+        now = api.utcnow()
+        rows = [('a', 'active', 2), ('b', 'stopped', 3),
+                ('c', 'hard_deleted', 5)]
+        with database.engine.begin() as conn:
+            for uuid, state, vcpus in rows:
+                conn.execute(sa.insert(table).values(
+                    uuid=uuid, name=uuid, project_id='p', user_id='u',
+                    flavor_name='f', vcpus=vcpus, memory_mb=vcpus * 100,
+                    disk_gb=vcpus, image_ref='i', vm_state=state,
+                    progress_percent=0, power_state=0, power_seq=0,
+                    user_shutdown_policy='stop', crash_policy='restart',
+                    created_at=now, updated_at=now))
+        migration.upgrade(database)
+        statedb = api.StateDB(database)
+        counted = [r for r in rows if r[1] != 'hard_deleted']
+        assert statedb.get_quotas('p')['usage'] == {
+            'instances': len(counted), 'cores': sum(r[2] for r in counted),
+            'ram': sum(r[2] * 100 for r in counted),
+            'disk': sum(r[2] for r in counted)}
+        later = statedb.tenant_usage(
+            start=now, end=api.utcnow() + datetime.timedelta(hours=1))['p']
+        assert [s['instance_id'] for s in later['server_usages'].values()] \
+            == ['a']
+    finally:
+        database.dispose()

@@ -1,0 +1,50 @@
+"""Options of the ``[quota]`` group: per-project default limits.
+
+An admin overrides them per project with ``PUT /os-quota-sets/{project}``
+(stored in the database); these are the limits of every project without an
+override. The check is made in the database (:mod:`common.db.quotas`).
+"""
+
+from oslo_config import cfg
+
+from common.conf import _group
+
+group = cfg.OptGroup('quota', title='Quotas',
+                     help='Per-project limits (see docs/operator-guide.md, '
+                          '"Quotas and usage").')
+
+_UNLIMITED = (' -1 means unlimited (the default: an upgrade limits nothing '
+              'until the operator says so), 0 that the project may have '
+              'none.')
+
+opts = [
+    cfg.IntOpt('instances', default=-1, min=-1,
+               help='Instances a project may have (every vm_state but '
+                    'HARD_DELETED; PENDING and ERROR per count_pending). '
+                    'Range >= -1; default -1 (Nova: 10).' + _UNLIMITED),
+    cfg.IntOpt('cores', default=-1, min=-1,
+               help='vCPUs a project\'s instances may have in total. Range '
+                    '>= -1; default -1 (Nova: 20).' + _UNLIMITED),
+    cfg.IntOpt('ram', default=-1, min=-1,
+               help='MiB of RAM a project\'s instances may have in total. '
+                    'Range >= -1; default -1 (Nova: 51200).' + _UNLIMITED),
+    cfg.IntOpt('disk', default=-1, min=-1,
+               help='GiB of local disk a project\'s instances may have in '
+                    'total. Range >= -1; default -1.' + _UNLIMITED),
+    cfg.BoolOpt('count_pending', default=True,
+                help='Whether an idle PENDING or ERROR instance (a build '
+                     'that found no host or failed) keeps counting against '
+                     'its project\'s quota until deleted. Default: true. '
+                     'False frees its quota when it is buried or fails; a '
+                     'rebuild of a PENDING instance then takes it again '
+                     '(checked), a reset_state to ACTIVE takes it again '
+                     'unchecked.'),
+]
+
+
+def register_opts(conf):
+    _group.register(conf, group, opts)
+
+
+def list_opts():
+    return {group: opts}

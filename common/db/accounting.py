@@ -1,0 +1,76 @@
+"""The StateDB's quota, usage and service methods (mixed into
+:class:`common.db.api.StateDB`): the transactions the API and
+``tristate-manage`` read and the admin's quota changes. The changes that
+follow an instance's state are made in that state change's transaction
+(:meth:`AccountingMixin._accounted`)."""
+
+from common import exception
+from common.db import quotas
+from common.db import services
+from common.db import usage
+
+
+class AccountingMixin:
+    """Needs ``self.db``, ``self.clock`` and ``self.quota`` (a
+    :class:`common.db.quotas.Settings`)."""
+
+    quota = quotas.Settings()
+
+    # --- in the transactions of state changes --------------------------------
+
+    def _accounted(self, conn, after, now, *, check=False, extra=None):
+        """Quota and billing follow ``after``, the instance as just written."""
+        held = quotas.held_by(conn, after['uuid'])
+        want = quotas.wanted(after, self.quota, held=held, extra=extra)
+        quotas.charge(conn, after, want, settings=self.quota, now=now,
+                      check=check)
+        usage.track(conn, after, now)
+
+    # --- quota sets -------------------------------------------------------------
+
+    def get_quotas(self, project_id):
+        """{"defaults", "limits", "usage"}: each {resource: number}."""
+        def txn(conn):
+            return {'defaults': dict(self.quota.defaults),
+                    'limits': quotas.limits(conn, project_id, self.quota),
+                    'usage': quotas.usage(conn, project_id)}
+        return self.db.transaction(txn, readonly=True)
+
+    def set_quotas(self, project_id, values):
+        """Override the project's limits (whole numbers >= -1)."""
+        for resource, limit in values.items():
+            if resource not in quotas.RESOURCES:
+                raise exception.Invalid(
+                    reason='unknown quota %r: expected %s' % (
+                        resource, ', '.join(quotas.RESOURCES)))
+            if (not isinstance(limit, int) or isinstance(limit, bool)
+                    or limit < quotas.UNLIMITED):
+                raise exception.Invalid(
+                    reason='quota %s must be a whole number >= -1 (-1: '
+                           'unlimited), not %r' % (resource, limit))
+
+        def txn(conn):
+            quotas.set_limits(conn, project_id, values, self.clock())
+        self.db.transaction(txn)
+        return self.get_quotas(project_id)
+
+    # --- usage for billing --------------------------------------------------------
+
+    def tenant_usage(self, *, start, end, project_id=None):
+        """{project_id: Nova's tenant usage} between ``start`` and ``end``."""
+        def txn(conn):
+            rows = usage.intervals(conn, start=start, end=end,
+                                   project_id=project_id)
+            return usage.report(rows, start=start, end=end, now=self.clock())
+        return self.db.transaction(txn, readonly=True)
+
+    # --- services -------------------------------------------------------------------
+
+    def service_heartbeat(self, *, binary, host, version, started_at=None):
+        def txn(conn):
+            services.beat(conn, binary=binary, host=host, version=version,
+                          started_at=started_at, now=self.clock())
+        self.db.transaction(txn)
+
+    def list_services(self):
+        return self.db.transaction(services.list_all, readonly=True)

@@ -1,0 +1,189 @@
+"""Quotas in the database: what each instance holds of its project's limits.
+
+Each instance that counts holds a :class:`~common.db.models.QuotaCharge`
+row (1 instance and its flavor's vCPUs, RAM and disk); ``quota_usages``
+keeps each project's sums. Every change of a charge is made in the
+transaction of the state change that causes it (:mod:`common.db.api`), and
+the project's sums move by one UPDATE which, when the change is checked,
+carries the limits in its WHERE clause (``used + asked <= limit``): two
+requests, or two conductors, can never both take the last unit.
+
+What an instance holds (:func:`wanted`):
+
+* nothing once HARD_DELETED;
+* its flavor while a task runs on it, and while idle in any other vm_state,
+  except PENDING and ERROR, which hold it only with ``[quota]
+  count_pending`` (default true);
+* during a resize and while RESIZED: the larger of the old and the new
+  flavor, per resource; confirm or revert settles it to the flavor kept.
+"""
+
+import dataclasses
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
+
+from common import exception
+from common.db import models
+from common.states import vm
+
+# Nova's quota-set names, and the instance column each one counts.
+RESOURCES = ('instances', 'cores', 'ram', 'disk')
+_COLUMNS = {'cores': 'vcpus', 'ram': 'memory_mb', 'disk': 'disk_gb'}
+UNLIMITED = -1
+NOTHING = dict.fromkeys(RESOURCES, 0)
+
+U = models.QuotaUsage.__table__
+C = models.QuotaCharge.__table__
+L = models.QuotaLimit.__table__
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The ``[quota]`` options a conductor checks with."""
+
+    defaults: dict = dataclasses.field(
+        default_factory=lambda: dict.fromkeys(RESOURCES, UNLIMITED))
+    count_pending: bool = True
+
+    @classmethod
+    def from_conf(cls, conf):
+        group = conf.quota
+        return cls({r: getattr(group, r) for r in RESOURCES},
+                   group.count_pending)
+
+
+# --- what an instance holds ---------------------------------------------------
+
+def of_flavor(row):
+    """The resources of one instance with ``row``'s flavor columns."""
+    return dict({r: row[c] for r, c in _COLUMNS.items()}, instances=1)
+
+
+def _counts(inst, settings):
+    if inst['vm_state'] == vm.HARD_DELETED:
+        return False
+    if inst['task_id'] is not None:
+        return True
+    return settings.count_pending or inst['vm_state'] not in (vm.PENDING,
+                                                              vm.ERROR)
+
+
+def _larger(a, b):
+    return {r: max(a[r], b[r]) for r in RESOURCES}
+
+
+def wanted(inst, settings, *, held=NOTHING, extra=None):
+    """What ``inst`` (a row, after its change) should hold. ``extra``: a
+    flavor the task being claimed needs as well (a resize's new one)."""
+    if not _counts(inst, settings):
+        return dict(NOTHING)
+    want = of_flavor(inst)
+    if extra is not None:
+        want = _larger(want, extra)
+    if inst['vm_state'] == vm.RESIZED or inst['task_action'] == 'resize':
+        want = _larger(want, held)      # both flavors until settled
+    return want
+
+
+def held_by(conn, instance_uuid):
+    row = conn.execute(sa.select(C).where(
+        C.c.instance_uuid == instance_uuid)).first()
+    return dict(NOTHING) if row is None else {r: row._mapping[r]
+                                              for r in RESOURCES}
+
+
+# --- limits ---------------------------------------------------------------------
+
+def limits(conn, project_id, settings):
+    """{resource: limit} for the project: overrides over the defaults."""
+    found = dict(settings.defaults)
+    for row in conn.execute(sa.select(L.c.resource, L.c.hard_limit).where(
+            L.c.project_id == project_id)):
+        found[row.resource] = row.hard_limit
+    return found
+
+
+def set_limits(conn, project_id, values, now):
+    for resource, limit in values.items():
+        updated = conn.execute(sa.update(L).where(
+            L.c.project_id == project_id, L.c.resource == resource).values(
+                hard_limit=limit, updated_at=now))
+        if updated.rowcount == 0:
+            insert_new(conn, L, project_id=project_id, resource=resource,
+                        hard_limit=limit, updated_at=now)
+
+
+def usage(conn, project_id):
+    row = conn.execute(sa.select(U).where(U.c.project_id == project_id)).first()
+    return dict(NOTHING) if row is None else {r: row._mapping[r]
+                                              for r in RESOURCES}
+
+
+def insert_new(conn, table, **values):
+    """INSERT unless the row exists (a concurrent transaction may insert it
+    first: that is not an error)."""
+    dialects = {'postgresql': postgresql.insert, 'sqlite': sqlite.insert}
+    make = dialects.get(conn.dialect.name)
+    if make is None:        # MySQL
+        conn.execute(sa.insert(table).prefix_with('IGNORE').values(**values))
+        return
+    conn.execute(make(table).values(**values).on_conflict_do_nothing())
+
+
+# --- charging -------------------------------------------------------------------
+
+def charge(conn, inst, want, *, settings, now, check):
+    """Make ``inst`` hold ``want``, moving its project's usage by the
+    difference. With ``check``, an increase over a limit raises
+    :class:`~common.exception.QuotaExceeded` and changes nothing (the caller's
+    transaction rolls back)."""
+    held = held_by(conn, inst['uuid'])
+    delta = {r: want[r] - held[r] for r in RESOURCES}
+    if not any(delta.values()):
+        return
+    project = inst['project_id']
+    insert_new(conn, U, project_id=project, updated_at=now, **NOTHING)
+    guards = [U.c.project_id == project]
+    if check:
+        limit = limits(conn, project, settings)
+        guards += [U.c[r] + delta[r] <= limit[r] for r in RESOURCES
+                   if delta[r] > 0 and limit[r] != UNLIMITED]
+    res = conn.execute(sa.update(U).where(*guards).values(
+        updated_at=now, **{r: U.c[r] + delta[r] for r in RESOURCES}))
+    if res.rowcount != 1:
+        _explain(conn, project, delta, limits(conn, project, settings))
+    _store_charge(conn, inst, want, held)
+
+
+def _store_charge(conn, inst, want, held):
+    where = C.c.instance_uuid == inst['uuid']
+    if not any(want.values()):
+        conn.execute(sa.delete(C).where(where))
+    elif any(held.values()):
+        conn.execute(sa.update(C).where(where).values(**want))
+    else:
+        conn.execute(sa.insert(C).values(instance_uuid=inst['uuid'],
+                                         project_id=inst['project_id'],
+                                         **want))
+
+
+def _explain(conn, project, delta, limit):
+    used = usage(conn, project)
+    for resource in RESOURCES:
+        if (delta[resource] > 0 and limit[resource] != UNLIMITED
+                and used[resource] + delta[resource] > limit[resource]):
+            raise exception.QuotaExceeded(
+                resource=resource, project=project, limit=limit[resource],
+                used=used[resource], requested=delta[resource])
+    # the usage moved between the UPDATE and this read: say so
+    raise exception.QuotaExceeded(
+        resource=', '.join(r for r in RESOURCES if delta[r] > 0),
+        project=project, limit=limit, used=used, requested=delta)
+
+
+def free(conn, inst, now):
+    """Give back all ``inst`` holds (hard delete)."""
+    charge(conn, inst, dict(NOTHING), settings=Settings(), now=now,
+           check=False)

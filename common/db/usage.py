@@ -1,0 +1,108 @@
+"""Usage for billing: billable intervals of each instance, and the
+Nova-compatible ``os-simple-tenant-usage`` report computed from them.
+
+The rule (docs/operator-guide.md, "Quotas and usage"): an instance is
+billed while its vm_state is ACTIVE, RESCUED, PAUSED or RESIZED (its guest
+holds the host's CPU and RAM). An interval opens, with the instance's
+flavor, when it enters one of those; it closes when it leaves them (STOPPED,
+SUSPENDED, SOFT_DELETED, ERROR, HARD_DELETED, ...) or its flavor changes (a
+new interval then opens with the new flavor). :func:`track` is called in
+the transaction of every vm_state change, so a hard delete ends the
+interval at the moment of the delete.
+"""
+
+import sqlalchemy as sa
+
+from common.db import models
+from common.states import vm
+
+BILLABLE = frozenset({vm.ACTIVE, vm.RESCUED, vm.PAUSED, vm.RESIZED})
+_FLAVOR = ('flavor_name', 'vcpus', 'memory_mb', 'disk_gb')
+
+UI = models.UsageInterval.__table__
+I = models.Instance.__table__          # noqa: E741
+
+
+def _open_interval(conn, instance_uuid):
+    row = conn.execute(sa.select(UI).where(
+        UI.c.instance_uuid == instance_uuid, UI.c.ended_at.is_(None))).first()
+    return None if row is None else dict(row._mapping)
+
+
+def track(conn, after, now):
+    """Open or close ``after``'s interval for its new vm_state and flavor."""
+    current = _open_interval(conn, after['uuid'])
+    billable = after['vm_state'] in BILLABLE
+    if current is not None and (not billable or any(
+            current[k] != after[k] for k in _FLAVOR)):
+        conn.execute(sa.update(UI).where(UI.c.id == current['id']).values(
+            ended_at=now))
+        current = None
+    if billable and current is None:
+        conn.execute(sa.insert(UI).values(
+            instance_uuid=after['uuid'], project_id=after['project_id'],
+            started_at=now, ended_at=None, **{k: after[k] for k in _FLAVOR}))
+
+
+def intervals(conn, *, start, end, project_id=None):
+    """Intervals that overlap [start, end), with their instance's name and
+    state, oldest first."""
+    query = (sa.select(UI, I.c.name, I.c.vm_state)
+             .join(I, I.c.uuid == UI.c.instance_uuid)
+             .where(UI.c.started_at < end,
+                    sa.or_(UI.c.ended_at.is_(None), UI.c.ended_at > start))
+             .order_by(UI.c.started_at, UI.c.id))
+    if project_id is not None:
+        query = query.where(UI.c.project_id == project_id)
+    return [dict(r._mapping) for r in conn.execute(query)]
+
+
+# --- the report ---------------------------------------------------------------
+
+def hours(interval, start, end, now):
+    """Hours of ``interval`` inside [start, end); an open one runs to now."""
+    stop = min(interval['ended_at'] or now, end)
+    begin = max(interval['started_at'], start)
+    return max((stop - begin).total_seconds(), 0.0) / 3600.0
+
+
+def report(rows, *, start, end, now):
+    """{project_id: tenant usage} (Nova's body, server_usages per instance)
+    from :func:`intervals`' rows."""
+    projects = {}
+    for row in rows:
+        tenant = projects.setdefault(row['project_id'], _tenant(
+            row['project_id'], start, end))
+        spent = hours(row, start, end, now)
+        tenant['total_hours'] += spent
+        tenant['total_vcpus_usage'] += spent * row['vcpus']
+        tenant['total_memory_mb_usage'] += spent * row['memory_mb']
+        tenant['total_local_gb_usage'] += spent * row['disk_gb']
+        _add_server(tenant['server_usages'], row, spent, now)
+    return projects
+
+
+def _tenant(project_id, start, end):
+    return {'tenant_id': project_id, 'total_hours': 0.0,
+            'total_vcpus_usage': 0.0, 'total_memory_mb_usage': 0.0,
+            'total_local_gb_usage': 0.0, 'start': start, 'stop': end,
+            'server_usages': {}}
+
+
+def _add_server(servers, row, spent, now):
+    """One entry per instance: hours summed over its intervals, the flavor
+    of the latest, started at the first, ended at the last (if closed)."""
+    server = servers.get(row['instance_uuid'])
+    if server is None:
+        server = servers[row['instance_uuid']] = {
+            'instance_id': row['instance_uuid'], 'name': row['name'],
+            'tenant_id': row['project_id'], 'hours': 0.0,
+            'started_at': row['started_at']}
+    server['hours'] += spent
+    server.update(flavor=row['flavor_name'], vcpus=row['vcpus'],
+                  memory_mb=row['memory_mb'], local_gb=row['disk_gb'],
+                  ended_at=row['ended_at'],
+                  state=('terminated' if row['vm_state'] == vm.HARD_DELETED
+                         else row['vm_state']),
+                  uptime=int(((row['ended_at'] or now)
+                              - server['started_at']).total_seconds()))
