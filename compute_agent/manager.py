@@ -34,6 +34,7 @@ REMEMBERED_TASKS = 4096
 # database did not answer within its retries): the result is sent again.
 UNAVAILABLE = (exception.DBUnavailable,)
 ACCEPTED = 'accepted'
+SLOT_POLL = 0.5     # seconds between two looks at "stopping" while waiting
 DUPLICATE = 'duplicate'
 
 
@@ -56,6 +57,8 @@ class AgentManager:
         self.journal = journal
         self._stopping = False
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(
+            conf.compute.max_concurrent_tasks)
         self._running = {}          # task_id -> thread
         self._ended = collections.OrderedDict()     # task_id -> None
 
@@ -80,17 +83,37 @@ class AgentManager:
 
     def _task_thread(self, ctx, instance, action, params):
         ctx.update_store()      # this thread's log lines name the task
+        if not self._wait_for_slot(ctx, action):
+            # The agent stops: the task stays in the journal, and is
+            # reported lost (failed at once) when the agent starts again.
+            return
         LOG.info('Running %s', action)
         try:
             self._run(ctx, instance, action, params,
                       tasks.HANDLERS.get(action))
         finally:
+            self._slots.release()
             with self._lock:
                 self.journal.remove(ctx.task_id)
                 self._running.pop(ctx.task_id, None)
                 self._ended[ctx.task_id] = None
                 while len(self._ended) > REMEMBERED_TASKS:
                     self._ended.popitem(last=False)
+
+    def _wait_for_slot(self, ctx, action):
+        """At most ``[compute] max_concurrent_tasks`` run at once; the
+        others wait here (accepted, in the journal). False if the agent
+        stops meanwhile."""
+        told = False
+        while not self._slots.acquire(timeout=SLOT_POLL):
+            if self._stopping:
+                return False
+            if not told:
+                LOG.info('Task %s (%s) waits: %d tasks run already '
+                         '([compute] max_concurrent_tasks)', ctx.task_id,
+                         action, self.conf.compute.max_concurrent_tasks)
+                told = True
+        return True
 
     def running_tasks(self):
         with self._lock:

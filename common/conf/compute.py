@@ -26,6 +26,11 @@ opts = [
                help='Seconds a clean (ACPI) shutdown may take before the '
                     'domain is destroyed. Range >= 0; default 60; 0 destroys '
                     'at once.'),
+    cfg.IntOpt('max_concurrent_tasks', default=64, min=1,
+               help='Tasks the agent runs at once; the others are accepted '
+                    'and wait their turn (a task waiting longer '
+                    'than its timeout is failed by the reaper). Range >= 1; '
+                    'default 64.'),
     cfg.FloatOpt('report_retry_max', default=30.0, min=0.1,
                  help='Upper bound in seconds of the wait between two tries '
                       'of a task result or power report the conductor did '

@@ -15,6 +15,7 @@ import pytest
 from common.states import power
 from common.states import vm
 from tests.functional.conftest import domain
+from tests.functional.conftest import faults
 from tests.functional.conftest import log_of
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_agent_done
@@ -86,3 +87,32 @@ def test_resending_stops_when_the_task_ends(deaf_plane, ctx, caplog):
     wait_for(lambda: domain(plane, HOST, inst['uuid']) is None,
              what='no domain for the deleted instance')
     assert plane.statedb.get_host(HOST)['used_vcpus'] == 0
+
+
+def test_an_agent_runs_at_most_max_concurrent_tasks(conf, make_plane, ctx,
+                                                    caplog):
+    """Beyond ``[compute] max_concurrent_tasks`` a task is accepted and
+    waits for a running one to end."""
+    caplog.set_level(logging.INFO)
+    set_opts(conf, 'compute', max_concurrent_tasks=1)
+    plane = make_plane(hosts=1)
+    first, second = (plane.client.create_instance(
+        ctx, name=n, flavor='tiny', image_ref='cirros') for n in 'ab')
+    for inst in (first, second):
+        assert wait_idle(plane, inst['uuid'])['vm_state'] == vm.ACTIVE
+    faults(plane, HOST).set_fault('power_off', 'hang')
+    plane.client.run_action(ctx, first['uuid'], 'stop', {})
+    wait_for(plane.agents[HOST].manager.running_tasks,
+             what='the stop to run')
+    rebooting = plane.client.run_action(ctx, second['uuid'], 'reboot', {})
+    wait_log(caplog, 'waits', rebooting['started_task_id'])
+    # The reboot is accepted but has not started: no progress yet.
+    now = plane.statedb.get_instance(second['uuid'])
+    assert now['task_id'] == rebooting['started_task_id']
+    assert now['task_updated_at'] == now['task_started_at']
+
+    faults(plane, HOST).clear_faults()        # the stop gives up
+    assert wait_idle(plane, second['uuid'])['vm_state'] == vm.ACTIVE
+    assert [e['result'] for e in log_of(plane, second['uuid'], 'reboot')] == [
+        'success']
+    wait_agent_done(plane, HOST)
