@@ -34,8 +34,8 @@ REMEMBERED_TASKS = 4096
 # database did not answer within its retries): the result is sent again.
 UNAVAILABLE = (exception.DBUnavailable,)
 ACCEPTED = 'accepted'
-SLOT_POLL = 0.5     # seconds between two looks at "stopping" while waiting
 DUPLICATE = 'duplicate'
+SLOT_POLL = 0.5     # seconds between two looks at "stopping" while waiting
 
 
 class TaskStopped(Exception):

@@ -108,6 +108,5 @@ def test_unknown_methods_and_bad_arguments_leave_the_conductor_up(
         client.call(ctx, 'power_report', host='h9', reports='nonsense',
                     full=False)
     # Still answering, and nothing was made of the bad heartbeats.
-    assert agent_api.list_hosts(context.get_admin_context()) is not None
     assert 'h9' not in {h['name'] for h in
                         agent_api.list_hosts(context.get_admin_context())}
