@@ -8,10 +8,14 @@ import threading
 
 
 class TaskJournal:
+    """The file is read once, when the agent starts; after that this
+    process is its only writer, and keeps its content in memory."""
+
     def __init__(self, path):
         self.path = path
         self._lock = threading.Lock()
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._tasks = self._read()
 
     def _read(self):
         try:
@@ -20,27 +24,26 @@ class TaskJournal:
         except (FileNotFoundError, json.JSONDecodeError):
             return {}
 
-    def _write(self, tasks):
+    def _write(self):
         tmp = '%s.tmp' % self.path
         with open(tmp, 'w') as f:
-            json.dump(tasks, f)
+            json.dump(self._tasks, f)
         os.replace(tmp, self.path)
 
     def add(self, task_id, instance_uuid, action):
         with self._lock:
-            tasks = self._read()
-            tasks[task_id] = {'instance_uuid': instance_uuid, 'action': action}
-            self._write(tasks)
+            self._tasks[task_id] = {'instance_uuid': instance_uuid,
+                                    'action': action}
+            self._write()
 
     def remove(self, task_id):
         with self._lock:
-            tasks = self._read()
-            if tasks.pop(task_id, None) is not None:
-                self._write(tasks)
+            if self._tasks.pop(task_id, None) is not None:
+                self._write()
 
     def take_all(self):
         """The tasks a previous run left unfinished; the journal is emptied."""
         with self._lock:
-            tasks = self._read()
-            self._write({})
+            tasks, self._tasks = self._tasks, {}
+            self._write()
             return tasks

@@ -12,8 +12,7 @@ from common.flavors import Flavor
 
 def _build(agent, inst, params):
     uuid = inst['uuid']
-    for step in (states.step.NETWORKING, states.step.BLOCK_DEVICE_MAPPING):
-        agent.progress(inst, step=step)
+    # Networks and disks are attached within spawn (states._BUILD_STEPS).
     agent.progress(inst, step=states.step.SPAWNING)
     agent.driver.spawn(uuid, name=inst['name'],
                        flavor=Flavor(inst['flavor_name'], inst['vcpus'],

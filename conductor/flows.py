@@ -110,24 +110,31 @@ class Flows:
                                          self.conf.conductor.default_crash),
         }
         inst, task_ctx = self.gateway.create(ctx, values)
-        self._build(task_ctx, inst, chosen, 'build', {},
-                    reservation_id=reservation_id)
-        return _started(self.db.get_instance(inst['uuid']), task_ctx)
+        # Created at the scheduling step: no progress call of its own.
+        inst = self._build(task_ctx, inst, chosen, 'build', {},
+                           reservation_id=reservation_id)
+        return _started(inst, task_ctx)
 
     def _build(self, task_ctx, inst, flavor, action, params,
                reservation_id=None):
+        """Schedule and send the build; returns the instance as this
+        conductor left it (the agent may be further on already)."""
         uuid = inst['uuid']
         try:
-            self.gateway.progress(task_ctx, uuid, step=states.step.SCHEDULING)
+            if inst.get('progress_step') != states.step.SCHEDULING:
+                self.gateway.progress(task_ctx, uuid,
+                                      step=states.step.SCHEDULING)
             host = self.scheduler.select_and_allocate(
                 task_ctx, uuid, flavor, reservation_id=reservation_id)
         except exception.NoValidHost as err:
-            self.gateway.bury(task_ctx, uuid, reason=err.message,
-                              use_pending=self.conf.use_pending_state)
-            return
+            return self.gateway.bury(task_ctx, uuid, reason=err.message,
+                                     use_pending=self.conf.use_pending_state)
         except exception.TaskPreempted:
-            return      # deleted while scheduling: nothing was allocated
-        self.send(task_ctx, host, dict(inst, host=host), action, params)
+            # deleted while scheduling: nothing was allocated
+            return self.db.get_instance(uuid)
+        inst = dict(inst, host=host, progress_step=states.step.SCHEDULING)
+        self.send(task_ctx, host, inst, action, params)
+        return inst
 
     # --- every other action -------------------------------------------------------
 

@@ -71,17 +71,19 @@ class Results:
         # after a migration: that was the old host's word ("vanished"), the
         # new host's next report decides.
         if action != 'live_migrate':
-            self.reconciler.consider(self.db.get_instance(instance_uuid))
+            self.reconciler.consider(after)
         return after
 
     def _values_on_success(self, inst, action, values):
-        allocs = {a['purpose']: a for a in
-                  self.db.list_allocations(instance_uuid=inst['uuid'])}
         if action in ('build', 'rebuild') and inst['vm_state'] in (
                 states.vm.INITIALIZED, states.vm.PENDING):
             return {'launched_at': self.db.clock()}
         if action == 'rebuild' and values.get('image_ref'):
             return {'image_ref': values['image_ref']}
+        if action not in ('resize', 'revert_resize', 'live_migrate'):
+            return {}
+        allocs = {a['purpose']: a for a in
+                  self.db.list_allocations(instance_uuid=inst['uuid'])}
         if action == 'resize' and 'resize' in allocs:
             return self._flavor_values(allocs['resize'])
         if action == 'revert_resize' and 'instance' in allocs:

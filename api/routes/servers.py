@@ -156,7 +156,9 @@ def create():
         flavor=actions.ref(body['flavorRef']),
         image_ref=actions.ref(body['imageRef']), policies=policies,
         **({'reservation_id': reservation} if reservation else {}))
-    out = request.server_body(inst)
+    # The scheduler has just placed it on a host that sends heartbeats:
+    # no need to ask the conductor whether that host is up.
+    out = request.server_body(inst, up={inst.get('host'): True})
     resp = flask.jsonify({'server': out})
     resp.status_code = 202
     resp.headers['Location'] = out['links'][0]['href']

@@ -164,7 +164,8 @@ class StateDB(accounting.AccountingMixin):
     # --- create -------------------------------------------------------------
 
     def create_instance(self, ctx, values, *, task_id=None):
-        """Insert a new instance, INITIALIZED with its build task claimed."""
+        """Insert a new instance, INITIALIZED with its build task claimed
+        (at its first step, scheduling)."""
         unknown = set(values) - CREATE_COLUMNS
         if unknown:
             raise exception.Invalid(reason='unknown instance fields %s; '
@@ -177,7 +178,8 @@ class StateDB(accounting.AccountingMixin):
                       vm_state=vm.INITIALIZED, task_id=task_id,
                       task_state=row.task_state, task_action='build',
                       task_started_at=now, task_updated_at=now,
-                      progress_step=None, progress_percent=0,
+                      progress_step=states.step.SCHEDULING,
+                      progress_percent=0,
                       power_state=states.power.NOSTATE, power_seq=0,
                       created_at=now, updated_at=now)
         record.setdefault('user_shutdown_policy', 'stop')
