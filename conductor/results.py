@@ -33,6 +33,12 @@ _ON_FAILURE = {
 }
 
 
+# Actions whose result comes from an allocation of this purpose: a resize
+# takes the new flavor, a revert the old one, a migration the new host.
+_TAKES_FROM_ALLOCATION = {'resize': 'resize', 'revert_resize': 'instance',
+                          'live_migrate': 'migration'}
+
+
 def _same_power(before, after):
     return ((before['power_state'], before['power_reason'])
             == (after['power_state'], after['power_reason']))
@@ -80,17 +86,16 @@ class Results:
             return {'launched_at': self.db.clock()}
         if action == 'rebuild' and values.get('image_ref'):
             return {'image_ref': values['image_ref']}
-        if action not in ('resize', 'revert_resize', 'live_migrate'):
+        purpose = _TAKES_FROM_ALLOCATION.get(action)
+        if purpose is None:
             return {}
         allocs = {a['purpose']: a for a in
                   self.db.list_allocations(instance_uuid=inst['uuid'])}
-        if action == 'resize' and 'resize' in allocs:
-            return self._flavor_values(allocs['resize'])
-        if action == 'revert_resize' and 'instance' in allocs:
-            return self._flavor_values(allocs['instance'])
-        if action == 'live_migrate' and 'migration' in allocs:
-            return {'host': allocs['migration']['host']}
-        return {}
+        if purpose not in allocs:
+            return {}
+        if action == 'live_migrate':
+            return {'host': allocs[purpose]['host']}
+        return self._flavor_values(allocs[purpose])
 
     @staticmethod
     def _flavor_values(alloc):
