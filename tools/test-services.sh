@@ -8,6 +8,10 @@
 # PostgreSQL: a fresh cluster in DIR/pg (initdb + pg_ctl as user postgres).
 # RabbitMQ: a private node in DIR/rabbit (its own epmd port, Erlang cookie,
 # mnesia, logs, config and no plugins), run as user rabbitmq, stopped by PID.
+# Besides plain AMQP (user guest) it has an AMQPS listener with a throwaway
+# CA and server certificate (DIR/rabbit/tls) and one user per service
+# (tristate-conductor, tristate-compute, tristate-api) with the permissions
+# docs/operator-guide.md recommends, for tests/integration/test_rabbitmq_tls.py.
 # libvirt (best effort): libvirtd and virtlogd started as daemons if none
 # runs, for the real-hypervisor smoke tests (QEMU with TCG: no /dev/kvm
 # needed); if libvirtd cannot start here, a warning says so and those tests
@@ -43,7 +47,8 @@ stop_pg() {
 
 # --- RabbitMQ ---------------------------------------------------------------
 # Ports: AMQP $rabbit_port, Erlang distribution +1, rabbitmqctl's own node
-# +2..+11, epmd +12 (a private epmd: a system one is never used or stopped).
+# +2..+11, epmd +12 (a private epmd: a system one is never used or stopped),
+# AMQPS (TLS) +13.
 rb=$dir/rabbit
 rabbit_bin=/usr/lib/rabbitmq/bin
 rabbit_node=tristate-test@localhost
@@ -81,6 +86,73 @@ rabbit_settings() {
                env -C "$rb" "${rabbit_env[@]}")
 }
 
+# A throwaway CA, and a server certificate for 127.0.0.1 and localhost (the
+# clients check the name) and a client certificate it signed.
+rabbit_tls_prepare() {
+    local t=$rb/tls name
+    command -v openssl >/dev/null || { echo "openssl is not installed" >&2; exit 1; }
+    mkdir -p "$t"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -days 30 -subj /CN=tristate-test-ca -keyout "$t/ca.key" -out "$t/ca.pem" \
+        2>>"$t/openssl.log"
+    for name in server client; do
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -subj "/CN=tristate-test-$name" -keyout "$t/$name.key" \
+            -out "$t/$name.csr" 2>>"$t/openssl.log"
+    done
+    printf 'subjectAltName = DNS:localhost, IP:127.0.0.1\nextendedKeyUsage = serverAuth\n' \
+        >"$t/server.ext"
+    printf 'extendedKeyUsage = clientAuth\n' >"$t/client.ext"
+    for name in server client; do
+        openssl x509 -req -in "$t/$name.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" \
+            -CAcreateserial -days 30 -extfile "$t/$name.ext" -out "$t/$name.pem" \
+            2>>"$t/openssl.log"
+    done
+}
+
+# One user per service, loaded at the node's first boot. Names follow the
+# defaults (exchange tristate, topics tristate-conductor and tristate-
+# compute) and allow a suffix on topics, so each test has topics of its own.
+# Why each regex is what it is: docs/operator-guide.md.
+rabbit_users_prepare() {
+    local conductor compute api
+    conductor=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    compute=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    api=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    printf 'conductor=%s\ncompute=%s\napi=%s\n' "$conductor" "$compute" "$api" \
+        >"$rb/passwords"
+    cat >"$rb/definitions.json" <<JSON
+{"vhosts": [{"name": "/"}],
+ "users": [
+  {"name": "guest", "password": "guest", "tags": "administrator"},
+  {"name": "tristate-conductor", "password": "$conductor", "tags": ""},
+  {"name": "tristate-compute", "password": "$compute", "tags": ""},
+  {"name": "tristate-api", "password": "$api", "tags": ""}],
+ "permissions": [
+  {"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"},
+  {"user": "tristate-conductor", "vhost": "/",
+   "configure": "^(tristate|tristate-conductor.*|tristate_notifications\\\\..*|reply_.*)\$",
+   "write": "^(tristate|tristate-conductor.*|tristate_notifications\\\\..*|reply_.*|amq\\\\.default)\$",
+   "read": "^(tristate|tristate-conductor.*|tristate_notifications\\\\..*|reply_.*)\$"},
+  {"user": "tristate-compute", "vhost": "/",
+   "configure": "^(tristate|tristate-compute.*|reply_.*)\$",
+   "write": "^(tristate|tristate-compute.*|reply_.*|amq\\\\.default)\$",
+   "read": "^(tristate|tristate-compute.*|reply_.*)\$"},
+  {"user": "tristate-api", "vhost": "/",
+   "configure": "^(tristate|reply_.*)\$",
+   "write": "^(tristate|reply_.*)\$",
+   "read": "^(tristate|reply_.*)\$"}],
+ "topic_permissions": [
+  {"user": "tristate-conductor", "vhost": "/", "exchange": "tristate",
+   "write": "^(tristate-conductor|tristate-compute|tristate_notifications\\\\.).*",
+   "read": "^(tristate-conductor|tristate_notifications\\\\.).*"},
+  {"user": "tristate-compute", "vhost": "/", "exchange": "tristate",
+   "write": "^tristate-conductor.*", "read": "^tristate-compute.*"},
+  {"user": "tristate-api", "vhost": "/", "exchange": "tristate",
+   "write": "^tristate-conductor.*", "read": "^\$"}]}
+JSON
+}
+
 alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -91,9 +163,19 @@ rabbit_prepare() {
     echo "rabbit_port=$rabbit_port" >"$rb/settings"
     : >"$rb/rabbitmq-env.conf"        # not /etc/rabbitmq/rabbitmq-env.conf
     echo '[].' >"$rb/enabled_plugins"  # no plugins
+    rabbit_tls_prepare
+    rabbit_users_prepare
     cat >"$rb/rabbitmq.conf" <<CONF
 listeners.tcp.default = 127.0.0.1:$rabbit_port
 loopback_users.guest = true
+load_definitions = $rb/definitions.json
+listeners.ssl.default = 127.0.0.1:$((rabbit_port + 13))
+ssl_options.cacertfile = $rb/tls/ca.pem
+ssl_options.certfile = $rb/tls/server.pem
+ssl_options.keyfile = $rb/tls/server.key
+# A client certificate is optional, but checked against the CA if sent.
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = false
 CONF
     head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$rb/home/.erlang.cookie"
     chmod 400 "$rb/home/.erlang.cookie"
@@ -106,10 +188,10 @@ rabbit_start() {
     rabbit_prepare
     alive "$rb/beam.pid" && { echo "RabbitMQ already runs in $rb" >&2; exit 1; }
     local port
-    for port in "$rabbit_port" $((rabbit_port + 1)); do
+    for port in "$rabbit_port" $((rabbit_port + 1)) $((rabbit_port + 13)); do
         if listening "$port"; then
             echo "port $port of 127.0.0.1 is taken: set TRISTATE_TEST_RABBIT_PORT" \
-                "to a free N (N, N+1, N+2..N+12 are used)" >&2
+                "to a free N (N, N+1, N+2..N+13 are used)" >&2
             exit 1
         fi
     done
@@ -168,6 +250,17 @@ stop_rabbit() {
 start_rabbit() {
     rabbit_start
     echo "export TRISTATE_TEST_RABBIT_URL=rabbit://guest:guest@127.0.0.1:$rabbit_port/"
+    # AMQPS: the URL (user guest), the CA that signed the server's
+    # certificate, a client certificate and key, and rabbit://USER:PASSWORD@
+    # prefixes (add the vhost: /) of the per-service users.
+    echo "export TRISTATE_TEST_RABBIT_TLS_URL=rabbit://guest:guest@127.0.0.1:$((rabbit_port + 13))/"
+    echo "export TRISTATE_TEST_RABBIT_TLS_CA=$rb/tls/ca.pem"
+    echo "export TRISTATE_TEST_RABBIT_TLS_CLIENT_CERT=$rb/tls/client.pem"
+    echo "export TRISTATE_TEST_RABBIT_TLS_CLIENT_KEY=$rb/tls/client.key"
+    local role password
+    while IFS== read -r role password; do
+        echo "export TRISTATE_TEST_RABBIT_TLS_${role^^}_URL=rabbit://tristate-$role:$password@127.0.0.1:$((rabbit_port + 13))/"
+    done <"$rb/passwords"
     # The broker-restart test runs: $TRISTATE_TEST_RABBIT_CTL stop|kill|start
     echo "export TRISTATE_TEST_RABBIT_CTL='$(cd "$(dirname "$0")" && pwd)/$(basename "$0") rabbit $dir'"
 }
