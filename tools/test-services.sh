@@ -5,6 +5,8 @@
 #   tools/test-services.sh stop DIR
 #   tools/test-services.sh rabbit DIR start|stop|kill
 #       the RabbitMQ node alone (the broker-restart tests use it; epmd stays)
+#   tools/test-services.sh libvirtd DIR start|stop|kill
+#       a private libvirtd of its own (see below; the libvirtd-restart test)
 # PostgreSQL: a fresh cluster in DIR/pg (initdb + pg_ctl as user postgres).
 # RabbitMQ: a private node in DIR/rabbit (its own epmd port, Erlang cookie,
 # mnesia, logs, config and no plugins), run as user rabbitmq, stopped by PID.
@@ -18,7 +20,7 @@
 # skip with the reason.
 set -euo pipefail
 
-usage="usage: $0 start|stop DIR | $0 rabbit DIR start|stop|kill"
+usage="usage: $0 start|stop DIR | $0 rabbit|libvirtd DIR start|stop|kill"
 cmd=${1:?$usage}
 dir=${2:?$usage}
 [ "$cmd" = start ] && mkdir -p "$dir"
@@ -312,14 +314,66 @@ stop_libvirt() {
     done
 }
 
+# --- a private libvirtd ------------------------------------------------------
+# One that only a test uses, so that it may kill it: libvirtd in session
+# mode as user libvirt-qemu, with its sockets, state and logs in
+# DIR/libvirtd (the system's libvirtd, maybe someone else's, is never
+# touched). Its drivers are reached through its socket, e.g.
+#   test+unix:///default?socket=DIR/libvirtd/run/libvirt/libvirt-sock
+pl=$dir/libvirtd
+private_uri="test+unix:///default?socket=$pl/run/libvirt/libvirt-sock"
+
+private_libvirtd_start() {
+    command -v libvirtd >/dev/null && command -v virsh >/dev/null \
+        || { echo "libvirtd is not installed" >&2; exit 1; }
+    id libvirt-qemu >/dev/null 2>&1 || { echo "no user libvirt-qemu" >&2; exit 1; }
+    alive "$pl/pid" && { echo "the private libvirtd already runs in $pl" >&2; exit 1; }
+    mkdir -p "$pl/home" "$pl/run"
+    chown -R libvirt-qemu "$pl"
+    chmod 755 "$dir" "$pl"
+    chmod 700 "$pl/run"
+    setpriv --reuid=libvirt-qemu --regid="$(id -g libvirt-qemu)" --init-groups \
+        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$pl/home" \
+        XDG_RUNTIME_DIR="$pl/run" XDG_CONFIG_HOME="$pl/home/.config" \
+        XDG_CACHE_HOME="$pl/home/.cache" libvirtd </dev/null >>"$pl/libvirtd.out" 2>&1 &
+    echo $! >"$pl/pid"
+    local deadline=$((SECONDS + 60))
+    until virsh -c "$private_uri" version >/dev/null 2>&1; do
+        if ! alive "$pl/pid" || [ "$SECONDS" -ge "$deadline" ]; then
+            echo "the private libvirtd did not start; see $pl/libvirtd.out:" >&2
+            tail -n 20 "$pl/libvirtd.out" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+    echo "$private_uri"
+}
+
+private_libvirtd_stop() {
+    local sig=$1 pid
+    alive "$pl/pid" || return 0
+    pid=$(cat "$pl/pid")
+    kill "-$sig" "$pid"
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; sleep 0.2; fi
+    rm -f "$pl/pid"
+}
+
 case "$cmd" in
     start) libvirt_begin; start_pg; start_rabbit; libvirt_wait ;;
-    stop) stop_libvirt; stop_rabbit; stop_pg ;;
+    stop) private_libvirtd_stop TERM; stop_libvirt; stop_rabbit; stop_pg ;;
     rabbit)
         case "${3:-}" in
             start) rabbit_start ;;
             stop) rabbit_stop_node TERM ;;
             kill) rabbit_stop_node KILL ;;
+            *) echo "$usage" >&2; exit 2 ;;
+        esac ;;
+    libvirtd)
+        case "${3:-}" in
+            start) private_libvirtd_start ;;
+            stop) private_libvirtd_stop TERM ;;
+            kill) private_libvirtd_stop KILL ;;
             *) echo "$usage" >&2; exit 2 ;;
         esac ;;
     *) echo "$usage" >&2; exit 2 ;;
