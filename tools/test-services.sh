@@ -317,10 +317,10 @@ stop_libvirt() {
 # --- a private libvirtd ------------------------------------------------------
 # One that only a test uses, so that it may kill it: libvirtd in session
 # mode as user libvirt-qemu, with its sockets, state and logs in
-# DIR/libvirtd (the system's libvirtd, maybe someone else's, is never
+# DIR/lvd (the system's libvirtd, maybe someone else's, is never
 # touched). Its drivers are reached through its socket, e.g.
-#   test+unix:///default?socket=DIR/libvirtd/run/libvirt/libvirt-sock
-pl=$dir/libvirtd
+#   test+unix:///default?socket=DIR/lvd/run/libvirt/libvirt-sock
+pl=$dir/lvd     # short: QEMU socket paths under it must fit in 107 bytes
 private_uri="test+unix:///default?socket=$pl/run/libvirt/libvirt-sock"
 
 private_libvirtd_start() {
@@ -334,7 +334,7 @@ private_libvirtd_start() {
     chmod 700 "$pl/run"
     setpriv --reuid=libvirt-qemu --regid="$(id -g libvirt-qemu)" --init-groups \
         env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$pl/home" \
-        XDG_RUNTIME_DIR="$pl/run" XDG_CONFIG_HOME="$pl/home/.config" \
+        XDG_RUNTIME_DIR="$pl/run" XDG_CONFIG_HOME="$pl/c" \
         XDG_CACHE_HOME="$pl/home/.cache" libvirtd </dev/null >>"$pl/libvirtd.out" 2>&1 &
     echo $! >"$pl/pid"
     local deadline=$((SECONDS + 60))
@@ -359,9 +359,19 @@ private_libvirtd_stop() {
     rm -f "$pl/pid"
 }
 
+# On stop (not on kill: guests outlive a libvirtd restart), what the daemon
+# started goes too: QEMU guests a test left, and its session virtlogd.
+private_libvirtd_reap() {
+    local f
+    for f in "$pl"/run/libvirt/qemu/run/*.pid "$pl/run/libvirt/virtlogd.pid"; do
+        [ "$(basename "$f")" = driver.pid ] && continue
+        if alive "$f"; then kill "$(cat "$f")" || true; fi
+    done
+}
+
 case "$cmd" in
     start) libvirt_begin; start_pg; start_rabbit; libvirt_wait ;;
-    stop) private_libvirtd_stop TERM; stop_libvirt; stop_rabbit; stop_pg ;;
+    stop) private_libvirtd_stop TERM; private_libvirtd_reap; stop_libvirt; stop_rabbit; stop_pg ;;
     rabbit)
         case "${3:-}" in
             start) rabbit_start ;;
@@ -372,7 +382,7 @@ case "$cmd" in
     libvirtd)
         case "${3:-}" in
             start) private_libvirtd_start ;;
-            stop) private_libvirtd_stop TERM ;;
+            stop) private_libvirtd_stop TERM; private_libvirtd_reap ;;
             kill) private_libvirtd_stop KILL ;;
             *) echo "$usage" >&2; exit 2 ;;
         esac ;;
