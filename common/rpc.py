@@ -7,8 +7,10 @@ payloads are plain values (dicts, lists, strings), never ORM rows.
 """
 
 import logging
+import ssl
 import warnings
 
+from oslo_config import cfg
 from oslo_serialization import jsonutils
 
 from common import context as tcontext
@@ -46,6 +48,82 @@ def register_opts(conf):
                        group='oslo_messaging_tracing')
 
 
+# What [oslo_messaging_rabbit] ssl_version accepts; the driver itself finds
+# a bad value only when it connects, after the daemon has started.
+SSL_VERSIONS = ('tlsv1', 'tlsv1_1', 'tlsv1_2', 'sslv23')
+_TLS_FILES = ('ssl_ca_file', 'ssl_cert_file', 'ssl_key_file')
+
+
+def tls_problems(conf):
+    """What is wrong with the TLS options of ``[oslo_messaging_rabbit]``,
+    as ``[oslo_messaging_rabbit] name: why`` lines (none when the group is
+    not registered, or one of its values does not parse: that is reported
+    with the option's own check)."""
+    try:
+        group = conf.oslo_messaging_rabbit
+        enabled, version = group.ssl, group.ssl_version
+        files = {name: getattr(group, name) for name in _TLS_FILES}
+    except (cfg.Error, ValueError, AttributeError):
+        return []
+    problems = []
+    if not enabled:
+        problems.extend(
+            '%s: set, but ssl is false: the connection would be plain AMQP, '
+            'passwords in clear; set ssl = true' % name
+            for name, path in files.items() if path)
+    else:
+        problems.extend(_tls_file_problems(files))
+        problems.extend(_tls_version_problems(version, files['ssl_ca_file']))
+    return ['[oslo_messaging_rabbit] ' + p for p in problems]
+
+
+def _unreadable(files):
+    for name, path in files.items():
+        if path:
+            try:
+                with open(path, 'rb'):
+                    pass
+            except OSError as err:
+                yield '%s: cannot read %s: %s' % (name, path, err.strerror)
+
+
+def _tls_file_problems(files):
+    unreadable = list(_unreadable(files))
+    if unreadable:
+        yield from unreadable
+        return
+    ca, cert, key = (files[name] for name in _TLS_FILES)
+    if ca:
+        try:
+            ssl.create_default_context(cafile=ca)
+        except ssl.SSLError as err:
+            yield ('ssl_ca_file: %s holds no usable PEM certificate (%s)'
+                   % (ca, err.reason or err))
+    if key and not cert:
+        yield 'ssl_key_file: set without ssl_cert_file'
+    elif cert:
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
+                cert, key or None)
+        except ssl.SSLError as err:
+            yield ('ssl_cert_file: %s does not load with its key %s (%s)'
+                   % (cert, key or '(in the same file)', err.reason or err))
+
+
+def _tls_version_problems(version, ca_file):
+    if not version:
+        return
+    if version.lower() not in SSL_VERSIONS:
+        yield ('ssl_version: %r is not one of %s; leave it unset to let '
+               'Python pick the best' % (version, ', '.join(SSL_VERSIONS)))
+    elif not ca_file:
+        # With a protocol given, the driver builds a context that checks
+        # no certificate at all unless a CA file is named.
+        yield ('ssl_version: set without ssl_ca_file, the broker\'s '
+               'certificate would not be checked; set ssl_ca_file, or '
+               'leave ssl_version unset (the system CAs check it)')
+
+
 class ContextSerializer(messaging.Serializer):
     """Serialises the RequestContext; entities are already plain values."""
 
@@ -65,6 +143,25 @@ class ContextSerializer(messaging.Serializer):
         return ctx
 
 
+def describe_transport(conf, url=None):
+    """Where the bus goes, never with a password: ``rabbit://USER@HOST:
+    PORT/VHOST, TLS (CA FILE)`` or ``..., plain AMQP``."""
+    parsed = messaging.TransportURL.parse(conf, url)
+    hosts = ','.join('%s@%s:%s' % (h.username or '', h.hostname,
+                                   h.port or 5672) for h in parsed.hosts)
+    where = '%s://%s/%s' % (parsed.transport, hosts,
+                            parsed.virtual_host or '')
+    if parsed.transport != 'rabbit':
+        return where
+    group = conf.oslo_messaging_rabbit
+    if not group.ssl:
+        return where + ', plain AMQP'
+    return where + ', TLS (CA %s%s)' % (
+        group.ssl_ca_file or 'the system CAs',
+        ', client certificate %s' % group.ssl_cert_file
+        if group.ssl_cert_file else '')
+
+
 class Bus:
     """One process's view of the bus: an RPC and a notification transport."""
 
@@ -75,6 +172,9 @@ class Bus:
         self.notification_transport = messaging.get_notification_transport(
             conf, url=url)
         self.serializer = ContextSerializer()
+        # A broker that cannot be reached is logged by the driver without
+        # its address or TLS settings: say them once here.
+        LOG.info('Message bus: %s', describe_transport(conf, url))
 
     def client(self, topic, version, *, server=None, version_cap=None,
                timeout=None, fanout=False):

@@ -36,16 +36,17 @@ def prepare(argv, *, conf=None, cli_opts=(), description=None):
 
 
 def config_problems(conf):
-    """Every option whose value does not parse or is out of range, and every
-    required option left unset: ``[group] name: why`` (the why names the
-    file and what was expected)."""
+    """Every option whose value does not parse or is out of range, every
+    required option left unset, and RabbitMQ TLS settings that cannot work
+    (:func:`common.rpc.tls_problems`): ``[group] name: why`` (the why names
+    the file or path and what was expected)."""
     problems = []
     for key in sorted(conf):
         if isinstance(getattr(conf, key, None), cfg.ConfigOpts.GroupAttr):
             problems.extend(_group_problems(conf, key))
         else:
             problems.extend(_read(conf, 'DEFAULT', key, conf))
-    return problems
+    return problems + rpc.tls_problems(conf)
 
 
 def _group_problems(conf, group):

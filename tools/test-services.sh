@@ -5,16 +5,22 @@
 #   tools/test-services.sh stop DIR
 #   tools/test-services.sh rabbit DIR start|stop|kill
 #       the RabbitMQ node alone (the broker-restart tests use it; epmd stays)
+#   tools/test-services.sh libvirtd DIR start|stop|kill
+#       a private libvirtd of its own (see below; the libvirtd-restart test)
 # PostgreSQL: a fresh cluster in DIR/pg (initdb + pg_ctl as user postgres).
 # RabbitMQ: a private node in DIR/rabbit (its own epmd port, Erlang cookie,
 # mnesia, logs, config and no plugins), run as user rabbitmq, stopped by PID.
+# Besides plain AMQP (user guest) it has an AMQPS listener with a throwaway
+# CA and server certificate (DIR/rabbit/tls) and one user per service
+# (tristate-conductor, tristate-compute, tristate-api) with the permissions
+# docs/operator-guide.md recommends, for tests/integration/test_rabbitmq_tls.py.
 # libvirt (best effort): libvirtd and virtlogd started as daemons if none
 # runs, for the real-hypervisor smoke tests (QEMU with TCG: no /dev/kvm
 # needed); if libvirtd cannot start here, a warning says so and those tests
 # skip with the reason.
 set -euo pipefail
 
-usage="usage: $0 start|stop DIR | $0 rabbit DIR start|stop|kill"
+usage="usage: $0 start|stop DIR | $0 rabbit|libvirtd DIR start|stop|kill"
 cmd=${1:?$usage}
 dir=${2:?$usage}
 [ "$cmd" = start ] && mkdir -p "$dir"
@@ -43,7 +49,8 @@ stop_pg() {
 
 # --- RabbitMQ ---------------------------------------------------------------
 # Ports: AMQP $rabbit_port, Erlang distribution +1, rabbitmqctl's own node
-# +2..+11, epmd +12 (a private epmd: a system one is never used or stopped).
+# +2..+11, epmd +12 (a private epmd: a system one is never used or stopped),
+# AMQPS (TLS) +13.
 rb=$dir/rabbit
 rabbit_bin=/usr/lib/rabbitmq/bin
 rabbit_node=tristate-test@localhost
@@ -81,6 +88,73 @@ rabbit_settings() {
                env -C "$rb" "${rabbit_env[@]}")
 }
 
+# A throwaway CA, and a server certificate for 127.0.0.1 and localhost (the
+# clients check the name) and a client certificate it signed.
+rabbit_tls_prepare() {
+    local t=$rb/tls name
+    command -v openssl >/dev/null || { echo "openssl is not installed" >&2; exit 1; }
+    mkdir -p "$t"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -days 30 -subj /CN=tristate-test-ca -keyout "$t/ca.key" -out "$t/ca.pem" \
+        2>>"$t/openssl.log"
+    for name in server client; do
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -subj "/CN=tristate-test-$name" -keyout "$t/$name.key" \
+            -out "$t/$name.csr" 2>>"$t/openssl.log"
+    done
+    printf 'subjectAltName = DNS:localhost, IP:127.0.0.1\nextendedKeyUsage = serverAuth\n' \
+        >"$t/server.ext"
+    printf 'extendedKeyUsage = clientAuth\n' >"$t/client.ext"
+    for name in server client; do
+        openssl x509 -req -in "$t/$name.csr" -CA "$t/ca.pem" -CAkey "$t/ca.key" \
+            -CAcreateserial -days 30 -extfile "$t/$name.ext" -out "$t/$name.pem" \
+            2>>"$t/openssl.log"
+    done
+}
+
+# One user per service, loaded at the node's first boot. Names follow the
+# defaults (exchange tristate, topics tristate-conductor and tristate-
+# compute) and allow a suffix on topics, so each test has topics of its own.
+# Why each regex is what it is: docs/operator-guide.md.
+rabbit_users_prepare() {
+    local conductor compute api
+    conductor=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    compute=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    api=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    printf 'conductor=%s\ncompute=%s\napi=%s\n' "$conductor" "$compute" "$api" \
+        >"$rb/passwords"
+    cat >"$rb/definitions.json" <<JSON
+{"vhosts": [{"name": "/"}],
+ "users": [
+  {"name": "guest", "password": "guest", "tags": "administrator"},
+  {"name": "tristate-conductor", "password": "$conductor", "tags": ""},
+  {"name": "tristate-compute", "password": "$compute", "tags": ""},
+  {"name": "tristate-api", "password": "$api", "tags": ""}],
+ "permissions": [
+  {"user": "guest", "vhost": "/", "configure": ".*", "write": ".*", "read": ".*"},
+  {"user": "tristate-conductor", "vhost": "/",
+   "configure": "^(tristate|tristate-conductor.*|tristate_notifications\\\\..*|reply_.*)\$",
+   "write": "^(tristate|tristate-conductor.*|tristate_notifications\\\\..*|reply_.*|amq\\\\.default)\$",
+   "read": "^(tristate|tristate-conductor.*|tristate_notifications\\\\..*|reply_.*)\$"},
+  {"user": "tristate-compute", "vhost": "/",
+   "configure": "^(tristate|tristate-compute.*|reply_.*)\$",
+   "write": "^(tristate|tristate-compute.*|reply_.*|amq\\\\.default)\$",
+   "read": "^(tristate|tristate-compute.*|reply_.*)\$"},
+  {"user": "tristate-api", "vhost": "/",
+   "configure": "^(tristate|reply_.*)\$",
+   "write": "^(tristate|reply_.*)\$",
+   "read": "^(tristate|reply_.*)\$"}],
+ "topic_permissions": [
+  {"user": "tristate-conductor", "vhost": "/", "exchange": "tristate",
+   "write": "^(tristate-conductor|tristate-compute|tristate_notifications\\\\.).*",
+   "read": "^(tristate-conductor|tristate_notifications\\\\.).*"},
+  {"user": "tristate-compute", "vhost": "/", "exchange": "tristate",
+   "write": "^tristate-conductor.*", "read": "^tristate-compute.*"},
+  {"user": "tristate-api", "vhost": "/", "exchange": "tristate",
+   "write": "^tristate-conductor.*", "read": "^\$"}]}
+JSON
+}
+
 alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -91,9 +165,19 @@ rabbit_prepare() {
     echo "rabbit_port=$rabbit_port" >"$rb/settings"
     : >"$rb/rabbitmq-env.conf"        # not /etc/rabbitmq/rabbitmq-env.conf
     echo '[].' >"$rb/enabled_plugins"  # no plugins
+    rabbit_tls_prepare
+    rabbit_users_prepare
     cat >"$rb/rabbitmq.conf" <<CONF
 listeners.tcp.default = 127.0.0.1:$rabbit_port
 loopback_users.guest = true
+load_definitions = $rb/definitions.json
+listeners.ssl.default = 127.0.0.1:$((rabbit_port + 13))
+ssl_options.cacertfile = $rb/tls/ca.pem
+ssl_options.certfile = $rb/tls/server.pem
+ssl_options.keyfile = $rb/tls/server.key
+# A client certificate is optional, but checked against the CA if sent.
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = false
 CONF
     head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$rb/home/.erlang.cookie"
     chmod 400 "$rb/home/.erlang.cookie"
@@ -106,10 +190,10 @@ rabbit_start() {
     rabbit_prepare
     alive "$rb/beam.pid" && { echo "RabbitMQ already runs in $rb" >&2; exit 1; }
     local port
-    for port in "$rabbit_port" $((rabbit_port + 1)); do
+    for port in "$rabbit_port" $((rabbit_port + 1)) $((rabbit_port + 13)); do
         if listening "$port"; then
             echo "port $port of 127.0.0.1 is taken: set TRISTATE_TEST_RABBIT_PORT" \
-                "to a free N (N, N+1, N+2..N+12 are used)" >&2
+                "to a free N (N, N+1, N+2..N+13 are used)" >&2
             exit 1
         fi
     done
@@ -168,6 +252,17 @@ stop_rabbit() {
 start_rabbit() {
     rabbit_start
     echo "export TRISTATE_TEST_RABBIT_URL=rabbit://guest:guest@127.0.0.1:$rabbit_port/"
+    # AMQPS: the URL (user guest), the CA that signed the server's
+    # certificate, a client certificate and key, and rabbit://USER:PASSWORD@
+    # prefixes (add the vhost: /) of the per-service users.
+    echo "export TRISTATE_TEST_RABBIT_TLS_URL=rabbit://guest:guest@127.0.0.1:$((rabbit_port + 13))/"
+    echo "export TRISTATE_TEST_RABBIT_TLS_CA=$rb/tls/ca.pem"
+    echo "export TRISTATE_TEST_RABBIT_TLS_CLIENT_CERT=$rb/tls/client.pem"
+    echo "export TRISTATE_TEST_RABBIT_TLS_CLIENT_KEY=$rb/tls/client.key"
+    local role password
+    while IFS== read -r role password; do
+        echo "export TRISTATE_TEST_RABBIT_TLS_${role^^}_URL=rabbit://tristate-$role:$password@127.0.0.1:$((rabbit_port + 13))/"
+    done <"$rb/passwords"
     # The broker-restart test runs: $TRISTATE_TEST_RABBIT_CTL stop|kill|start
     echo "export TRISTATE_TEST_RABBIT_CTL='$(cd "$(dirname "$0")" && pwd)/$(basename "$0") rabbit $dir'"
 }
@@ -219,14 +314,76 @@ stop_libvirt() {
     done
 }
 
+# --- a private libvirtd ------------------------------------------------------
+# One that only a test uses, so that it may kill it: libvirtd in session
+# mode as user libvirt-qemu, with its sockets, state and logs in
+# DIR/lvd (the system's libvirtd, maybe someone else's, is never
+# touched). Its drivers are reached through its socket, e.g.
+#   test+unix:///default?socket=DIR/lvd/run/libvirt/libvirt-sock
+pl=$dir/lvd     # short: QEMU socket paths under it must fit in 107 bytes
+private_uri="test+unix:///default?socket=$pl/run/libvirt/libvirt-sock"
+
+private_libvirtd_start() {
+    command -v libvirtd >/dev/null && command -v virsh >/dev/null \
+        || { echo "libvirtd is not installed" >&2; exit 1; }
+    id libvirt-qemu >/dev/null 2>&1 || { echo "no user libvirt-qemu" >&2; exit 1; }
+    alive "$pl/pid" && { echo "the private libvirtd already runs in $pl" >&2; exit 1; }
+    mkdir -p "$pl/home" "$pl/run"
+    chown -R libvirt-qemu "$pl"
+    chmod 755 "$dir" "$pl"
+    chmod 700 "$pl/run"
+    setpriv --reuid=libvirt-qemu --regid="$(id -g libvirt-qemu)" --init-groups \
+        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$pl/home" \
+        XDG_RUNTIME_DIR="$pl/run" XDG_CONFIG_HOME="$pl/c" \
+        XDG_CACHE_HOME="$pl/home/.cache" libvirtd </dev/null >>"$pl/libvirtd.out" 2>&1 &
+    echo $! >"$pl/pid"
+    local deadline=$((SECONDS + 60))
+    until virsh -c "$private_uri" version >/dev/null 2>&1; do
+        if ! alive "$pl/pid" || [ "$SECONDS" -ge "$deadline" ]; then
+            echo "the private libvirtd did not start; see $pl/libvirtd.out:" >&2
+            tail -n 20 "$pl/libvirtd.out" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+    echo "$private_uri"
+}
+
+private_libvirtd_stop() {
+    local sig=$1 pid
+    alive "$pl/pid" || return 0
+    pid=$(cat "$pl/pid")
+    kill "-$sig" "$pid"
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; sleep 0.2; fi
+    rm -f "$pl/pid"
+}
+
+# On stop (not on kill: guests outlive a libvirtd restart), what the daemon
+# started goes too: QEMU guests a test left, and its session virtlogd.
+private_libvirtd_reap() {
+    local f
+    for f in "$pl"/run/libvirt/qemu/run/*.pid "$pl/run/libvirt/virtlogd.pid"; do
+        [ "$(basename "$f")" = driver.pid ] && continue
+        if alive "$f"; then kill "$(cat "$f")" || true; fi
+    done
+}
+
 case "$cmd" in
     start) libvirt_begin; start_pg; start_rabbit; libvirt_wait ;;
-    stop) stop_libvirt; stop_rabbit; stop_pg ;;
+    stop) private_libvirtd_stop TERM; private_libvirtd_reap; stop_libvirt; stop_rabbit; stop_pg ;;
     rabbit)
         case "${3:-}" in
             start) rabbit_start ;;
             stop) rabbit_stop_node TERM ;;
             kill) rabbit_stop_node KILL ;;
+            *) echo "$usage" >&2; exit 2 ;;
+        esac ;;
+    libvirtd)
+        case "${3:-}" in
+            start) private_libvirtd_start ;;
+            stop) private_libvirtd_stop TERM; private_libvirtd_reap ;;
+            kill) private_libvirtd_stop KILL ;;
             *) echo "$usage" >&2; exit 2 ;;
         esac ;;
     *) echo "$usage" >&2; exit 2 ;;

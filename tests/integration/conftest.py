@@ -140,10 +140,15 @@ class Plane:
     """One conductor and the agents of :data:`HOSTS`, each its own process."""
 
     def __init__(self, path, url, *, fake_driver=None, conductors=1,
-                 db_url=None):
+                 db_url=None, urls=None, rabbit=None, exchange=None):
         self.path = path
         self.url = url
+        # Per process kind ('conductor', 'agent', 'api'): its own
+        # transport_url (a user per service), else ``url``.
+        self.urls = dict(urls or {})
+        self.rabbit = dict(rabbit or {})
         self.tag = uuidlib.uuid4().hex[:12]
+        self.exchange = exchange or 'tristate-it-%s' % self.tag
         self.state_dir = path / 'state'
         self.db_url = db_url or 'sqlite:///%s' % (path / 'tristate.sqlite')
         self.fake_driver = dict(fake_driver or {})
@@ -166,7 +171,7 @@ class Plane:
         return {
             'DEFAULT': {
                 'transport_url': self.url,
-                'control_exchange': 'tristate-it-%s' % self.tag,
+                'control_exchange': self.exchange,
                 'state_dir': self.state_dir,
                 'debug': 'true',
             },
@@ -185,13 +190,18 @@ class Plane:
             },
             # Reconnect attempts back off 1, 3, 5... s up to this (default
             # 30): a restarted broker is found again within 2 s.
-            'oslo_messaging_rabbit': {'rabbit_interval_max': 2},
+            'oslo_messaging_rabbit': {'rabbit_interval_max': 2,
+                                      **self.rabbit},
             # A free port each: several conductors (and other test runs)
             # share the machine.
             'metrics': {'host': '127.0.0.1', 'port': 0},
             # Real notifications, as in production.
             'oslo_messaging_notifications': {'driver': 'messagingv2'},
         }
+
+    def _own_url(self, kind):
+        url = self.urls.get(kind)
+        return {'transport_url': url} if url else {}
 
     def write_config(self, name, sections):
         path = self.path / ('%s.conf' % name)
@@ -202,12 +212,14 @@ class Plane:
         self.common_conf = self.write_config('common', self._common())
         self.own_conf = {name: self.write_config(name, {
             'DEFAULT': {'host': '%s-%s' % (name, self.tag),
-                        'log_file': self.path / ('%s.log' % name)},
+                        'log_file': self.path / ('%s.log' % name),
+                        **self._own_url('conductor')},
             'database': {'connection': self.db_url},
         }) for name in self.conductors}
         for host in HOSTS:
             sections = {'DEFAULT': {'host': host,
-                                    'log_file': self.path / ('%s.log' % host)}}
+                                    'log_file': self.path / ('%s.log' % host),
+                                    **self._own_url('agent')}}
             if self.fake_driver:
                 sections['fake_driver'] = {
                     key: ','.join('%s:%s' % kv for kv in value.items())
@@ -246,7 +258,7 @@ class Plane:
         rpc.register_opts(conf)
         conf([], project='tristate',
              default_config_files=[str(self.common_conf)])
-        self.bus = rpc.Bus(conf)
+        self.bus = rpc.Bus(conf, url=self.urls.get('api'))
         self.api = rpcapi.ConductorAPI(self.bus, conf, statedb=self.statedb,
                                        timeout=15)
         for name in self.conductors:

@@ -1,10 +1,13 @@
 """A daemon refuses to start on a configuration it cannot use, and says
 which option of which file is wrong and what was expected."""
 
+import subprocess
+
 import pytest
 from oslo_config import cfg
 
 from common import conf as tconf
+from common import rpc
 from common import service
 
 
@@ -54,4 +57,60 @@ def test_a_good_configuration_has_no_problem(tmp_path):
     tconf.register_all(conf)
     conf(['--config-file', str(path)], project='tristate')
     assert conf.conductor.periodic_interval == 5
+    assert service.config_problems(conf) == []
+
+
+def _pem_pair(tmp_path):
+    """A self-signed certificate and its key (openssl, as the test broker's
+    throwaway CA is made)."""
+    cert, key = tmp_path / 'cert.pem', tmp_path / 'key.pem'
+    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
+                    'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+                    '-subj', '/CN=test', '-keyout', str(key), '-out',
+                    str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('ssl = true\nssl_ca_file = {missing}\n',
+     ['ssl_ca_file: cannot read {missing}: No such file or directory']),
+    ('ssl = true\nssl_ca_file = {notpem}\n',
+     ['ssl_ca_file: {notpem} holds no usable PEM certificate']),
+    ('ssl = true\nssl_ca_file = {cert}\nssl_cert_file = {cert}\n'
+     'ssl_key_file = {notpem}\n',
+     ['ssl_cert_file: {cert} does not load with its key {notpem}']),
+    ('ssl = true\nssl_key_file = {key}\n',
+     ['ssl_key_file: set without ssl_cert_file']),
+    ('ssl = true\nssl_version = TLSv9\n',
+     ["ssl_version: 'TLSv9' is not one of"]),
+    ('ssl = true\nssl_version = TLSv1_2\n',
+     ['ssl_version: set without ssl_ca_file']),
+    ('ssl_ca_file = {cert}\n',
+     ['ssl_ca_file: set, but ssl is false']),
+])
+def test_rabbitmq_tls_settings_that_cannot_work_stop_the_start(
+        tmp_path, text, expected):
+    cert, key = _pem_pair(tmp_path)
+    notpem = tmp_path / 'notpem.txt'
+    notpem.write_text('not a certificate\n')
+    names = {'cert': cert, 'key': key, 'notpem': notpem,
+             'missing': tmp_path / 'missing.pem'}
+    with pytest.raises(SystemExit) as stop:
+        _prepare(tmp_path, '[oslo_messaging_rabbit]\n' + text.format(**names))
+    message = str(stop.value.code)
+    for words in expected:
+        assert '[oslo_messaging_rabbit] ' + words.format(**names) in message, (
+            message)
+
+
+def test_working_rabbitmq_tls_settings_have_no_problem(tmp_path):
+    cert, key = _pem_pair(tmp_path)
+    path = tmp_path / 'tristate.conf'
+    path.write_text('[oslo_messaging_rabbit]\nssl = true\nssl_ca_file = %s\n'
+                    'ssl_cert_file = %s\nssl_key_file = %s\n'
+                    % (cert, cert, key))
+    conf = cfg.ConfigOpts()
+    tconf.register_all(conf)
+    rpc.register_opts(conf)
+    conf(['--config-file', str(path)], project='tristate')
     assert service.config_problems(conf) == []

@@ -1,6 +1,7 @@
 """A lost connection is re-opened: the next operation works, event
 callbacks are registered again, and what changed meanwhile is reported."""
 
+import os
 import threading
 
 import pytest
@@ -95,3 +96,27 @@ def test_test_default_gets_a_node_file_per_host(make_driver, tmp_path):
     uuid = spawn(one)
     assert one.get_domain(uuid) is not None
     assert two.get_domain(uuid) is None
+
+
+def test_a_spawn_that_loses_the_connection_fails_saying_so(make_driver,
+                                                           monkeypatch):
+    # A spawn is not run again on a new connection (it may have half
+    # happened): it fails, naming the lost connection, and leaves no files;
+    # the next spawn runs on a new connection.
+    from compute_agent.virt.libvirt import disks
+    drv = make_driver()
+    make_disk = disks.create_disk
+
+    def lose_connection(*args):
+        drv.connection.get().close()       # as if libvirtd died meanwhile
+        return make_disk(*args)
+    monkeypatch.setattr(disks, 'create_disk', lose_connection)
+    uuid = new_uuid()
+    with pytest.raises(virt.VirtError, match='connection .* was lost during '
+                       'the operation'):
+        drv.spawn(uuid, name='vm', flavor=TINY, image_ref='cirros')
+    assert not os.path.exists(os.path.join(drv.instances_path, uuid))
+    monkeypatch.setattr(disks, 'create_disk', make_disk)
+    after = spawn(drv)
+    assert drv.get_domain(after).power_state == power.RUNNING
+    assert drv.connection.opened == 2
