@@ -24,6 +24,8 @@ def body(code, message):
 
 def from_exception(err):
     """(status, body) for any exception a request handler let out."""
+    if isinstance(err, exception.DBUnavailable):
+        return 503, body(503, _db_unavailable(err.kwargs))
     if isinstance(err, exception.TristateError):
         return err.code, body(err.code, err.message)
     if isinstance(err, rpc.MessagingTimeout):
@@ -35,6 +37,17 @@ def from_exception(err):
     LOG.exception('Unexpected error in the API')
     return 500, body(500, 'Unexpected API error: %s (%s). Please report it '
                           'with the request id.' % (type(err).__name__, err))
+
+
+def _db_unavailable(kwargs):
+    """What a client is told when the database is down: that, how long it
+    was tried, and to try again; not the driver's words, which name the
+    database server (the API's log has them)."""
+    tried = ''
+    if 'attempts' in kwargs and 'seconds' in kwargs:
+        tried = ' (%d attempts over %.1f s)' % (kwargs['attempts'],
+                                                kwargs['seconds'])
+    return 'The database is unavailable%s; try again later.' % tried
 
 
 def wsgi_response(start_response, code, message, headers=()):

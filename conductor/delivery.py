@@ -11,11 +11,19 @@ still holds that task (the reaper ends a task no one ever accepted, at its
 action's timeout). The agent answers a task it already has, or has ended,
 without running it again. An agent capped at compute RPC 1.0 gets a cast,
 as before.
+
+A task whose flow lost the database after the claim and before the send
+(scheduling, allocating) never reaches an agent, and its failure cannot be
+written now: :meth:`Delivery.fail_later` writes it from a thread as soon as
+the database answers again, so the instance is not held until the reaper's
+timeout (up to an hour) while the request answers 503.
 """
 
 import logging
 import threading
+import time
 
+from common import actions
 from common import exception
 from common import rpc
 from conductor import results
@@ -98,6 +106,39 @@ class Delivery:
             LOG.info('Task %s (%s) accepted by host %s after %d sends',
                      task_ctx.task_id, action, host, tries)
             return
+
+    def fail_later(self, task_ctx, instance_uuid, action, vm_state, err):
+        """End a task that was claimed but never sent, once the database
+        answers; tries with a capped backoff until the action's timeout,
+        after which the reaper ends it."""
+        error = ('the database became unavailable before the task reached '
+                 'its agent: %s' % err)
+        threading.Thread(
+            target=self._fail_when_back,
+            args=(task_ctx, instance_uuid, error,
+                  results.settle_on_failure(action, vm_state),
+                  time.monotonic() + actions.TABLE.action(action).timeout),
+            name='unsent-%s' % task_ctx.task_id, daemon=True).start()
+
+    def _fail_when_back(self, task_ctx, instance_uuid, error, settle,
+                        deadline):
+        task_ctx.update_store()
+        backoff = REFUSED_BACKOFF[0]
+        while not self._stop.is_set():
+            try:
+                self.gateway.fail_quietly(task_ctx, instance_uuid, error=error,
+                                          rolled_back=True, settle=settle)
+                return
+            except exception.DBUnavailable as err:
+                if time.monotonic() + backoff > deadline:
+                    LOG.warning('Task %s not ended (%s); the reaper will end '
+                                'it', task_ctx.task_id, err)
+                    return
+                LOG.warning('Task %s, never sent, cannot be ended yet (%s); '
+                            'next try in %.1f s', task_ctx.task_id, err,
+                            backoff)
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, REFUSED_BACKOFF[1])
 
     def stop(self):
         self._stop.set()

@@ -6,6 +6,7 @@ the instance's host. The agent reports back (:mod:`conductor.results`). A
 request that fails validation changes nothing.
 """
 
+import contextlib
 import datetime
 import logging
 import uuid as uuidlib
@@ -110,9 +111,33 @@ class Flows:
                                          self.conf.conductor.default_crash),
         }
         inst, task_ctx = self.gateway.create(ctx, values)
-        # Created at the scheduling step: no progress call of its own.
-        inst = self._build(task_ctx, inst, chosen, 'build', {},
-                           reservation_id=reservation_id)
+        # Created at the scheduling step: no progress call of its own; the
+        # answer is the row as this conductor left it (no read-back).
+        with self._unsent_fails(task_ctx, inst, 'build'):
+            inst = self._build(task_ctx, inst, chosen, 'build', {},
+                               reservation_id=reservation_id)
+        return _started(inst, task_ctx)
+
+    @contextlib.contextmanager
+    def _unsent_fails(self, task_ctx, inst, action):
+        """The part of a claimed task before its send: if the database
+        fails there, the task is ended as soon as it answers again (and
+        the request answers 503), not held until the reaper's timeout."""
+        try:
+            yield
+        except exception.DBUnavailable as err:
+            self.delivery.fail_later(task_ctx, inst['uuid'], action,
+                                     inst['vm_state'], err)
+            raise
+
+    def _started(self, inst, task_ctx):
+        """The row as it is now; as it was claimed if the database fails
+        now: the task is on its way, so the request succeeded."""
+        try:
+            inst = self.db.get_instance(inst['uuid'])
+        except exception.DBUnavailable as err:
+            LOG.warning('Task %s started; instance %s not read again: %s',
+                        task_ctx.task_id, inst['uuid'], err)
         return _started(inst, task_ctx)
 
     def _build(self, task_ctx, inst, flavor, action, params,
@@ -153,13 +178,14 @@ class Flows:
         inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action,
                                             message=_claim_message(prepared),
                                             flavor=prepared.get('flavor'))
-        if inst['task_state'] == states.task.BUILDING:
-            # rebuild of a buried instance: the build runs again
-            self._build(task_ctx, inst, flavors.of_instance(inst), action,
-                        prepared)
-        elif self._allocate(task_ctx, inst, action, prepared):
-            self.send(task_ctx, inst['host'], inst, action, prepared)
-        after = _started(self.db.get_instance(instance_uuid), task_ctx)
+        with self._unsent_fails(task_ctx, inst, action):
+            if inst['task_state'] == states.task.BUILDING:
+                # rebuild of a buried instance: the build runs again
+                self._build(task_ctx, inst, flavors.of_instance(inst), action,
+                            prepared)
+            elif self._allocate(task_ctx, inst, action, prepared):
+                self.send(task_ctx, inst['host'], inst, action, prepared)
+        after = self._started(inst, task_ctx)
         if 'image_id' in prepared:
             after['image_id'] = prepared['image_id']
         return after

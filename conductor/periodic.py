@@ -8,6 +8,7 @@ import logging
 import threading
 
 from common import context as tcontext
+from common import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ class PeriodicJobs:
         for name, job in jobs:
             try:
                 done[name] = job(ctx, now)
+            except exception.DBUnavailable as err:     # expected: one line
+                LOG.warning('Periodic job %s skipped: %s', name, err)
             except Exception:   # a job failing must not stop the others
                 LOG.exception('Periodic job %s failed', name)
         return done

@@ -7,6 +7,8 @@
 #       the RabbitMQ node alone (the broker-restart tests use it; epmd stays)
 #   tools/test-services.sh libvirtd DIR start|stop|kill
 #       a private libvirtd of its own (see below; the libvirtd-restart test)
+#   tools/test-services.sh pg DIR start|stop|kill
+#       the PostgreSQL server alone (stop: -m fast, kill: -m immediate)
 # PostgreSQL: a fresh cluster in DIR/pg (initdb + pg_ctl as user postgres).
 # RabbitMQ: a private node in DIR/rabbit (its own epmd port, Erlang cookie,
 # mnesia, logs, config and no plugins), run as user rabbitmq, stopped by PID.
@@ -20,7 +22,7 @@
 # skip with the reason.
 set -euo pipefail
 
-usage="usage: $0 start|stop DIR | $0 rabbit|libvirtd DIR start|stop|kill"
+usage="usage: $0 start|stop DIR | $0 rabbit|pg|libvirtd DIR start|stop|kill"
 cmd=${1:?$usage}
 dir=${2:?$usage}
 [ "$cmd" = start ] && mkdir -p "$dir"
@@ -37,14 +39,28 @@ start_pg() {
     chown postgres:postgres "$dir/pg"
     chmod 700 "$dir/pg"
     as_postgres "$pg_bin/initdb" -D "$dir/pg/data" -A trust -U postgres >"$dir/pg/initdb.log"
-    as_postgres "$pg_bin/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/server.log" -w -t 60 \
-        -o "-h 127.0.0.1 -p $pg_port -k $dir/pg -c fsync=off -c max_connections=200" start >/dev/null
+    echo "$pg_port" >"$dir/pg/port"
+    pg_server start
     echo "export TRISTATE_TEST_PG_URL=postgresql+psycopg2://postgres@127.0.0.1:$pg_port/postgres"
+    # The outage test runs: $TRISTATE_TEST_PG_CTL stop|kill|start
+    echo "export TRISTATE_TEST_PG_CTL='$(cd "$(dirname "$0")" && pwd)/$(basename "$0") pg $dir'"
+}
+
+# start, or stop with a pg_ctl shutdown mode (fast, immediate); waits.
+pg_server() {
+    local port
+    port=$(cat "$dir/pg/port")
+    case "$1" in
+        start) as_postgres "$pg_bin/pg_ctl" -D "$dir/pg/data" -l "$dir/pg/server.log" -w -t 60 \
+                   -o "-h 127.0.0.1 -p $port -k $dir/pg -c fsync=off -c max_connections=200" \
+                   start >/dev/null ;;
+        *) as_postgres "$pg_bin/pg_ctl" -D "$dir/pg/data" -m "$1" -w stop >/dev/null ;;
+    esac
 }
 
 stop_pg() {
     [ -d "$dir/pg/data" ] || return 0
-    as_postgres "$pg_bin/pg_ctl" -D "$dir/pg/data" -m fast -w stop >/dev/null || true
+    pg_server fast || true
 }
 
 # --- RabbitMQ ---------------------------------------------------------------
@@ -384,6 +400,13 @@ case "$cmd" in
             start) private_libvirtd_start ;;
             stop) private_libvirtd_stop TERM; private_libvirtd_reap ;;
             kill) private_libvirtd_stop KILL ;;
+            *) echo "$usage" >&2; exit 2 ;;
+        esac ;;
+    pg)
+        case "${3:-}" in
+            start) pg_server start ;;
+            stop) pg_server fast ;;
+            kill) pg_server immediate ;;
             *) echo "$usage" >&2; exit 2 ;;
         esac ;;
     *) echo "$usage" >&2; exit 2 ;;

@@ -437,7 +437,7 @@ class StateDB(accounting.AccountingMixin):
             conn.execute(sa.update(I).where(
                 I.c.uuid == instance_uuid,
                 I.c.vm_state != vm.HARD_DELETED).values(**values))
-            self._preempt_log(conn, instance_uuid, now)
+            self._preempt_log(conn, instance_uuid, vm.HARD_DELETED, now)
             self._free_allocations(conn, instance_uuid)
             after = dict(before, **values)
             self._accounted(conn, after, now)
@@ -464,7 +464,7 @@ class StateDB(accounting.AccountingMixin):
             if res.rowcount != 1:
                 self._explain_denial(conn, instance_uuid, 'reset_state',
                                      allowed)
-            self._preempt_log(conn, instance_uuid, now)
+            self._preempt_log(conn, instance_uuid, target, now)
             after = dict(before, **values)
             self._accounted(conn, after, now)
             self._log_instant(conn, ctx, instance_uuid, 'reset_state',
@@ -738,9 +738,10 @@ class StateDB(accounting.AccountingMixin):
                       now)
 
     @staticmethod
-    def _preempt_log(conn, instance_uuid, now):
+    def _preempt_log(conn, instance_uuid, vm_state, now):
         conn.execute(sa.update(LOGT).where(
             LOGT.c.instance_uuid == instance_uuid,
             LOGT.c.result == states.RESULT_RUNNING).values(
                 finished_at=now, result=states.RESULT_PREEMPTED,
+                vm_state_after=vm_state,
                 message='preempted by a hard delete or an admin reset'))

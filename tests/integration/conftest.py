@@ -33,6 +33,7 @@ import json
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -60,7 +61,8 @@ FULL_ENV = 'TRISTATE_FAULTS_FULL'
 CTL_ENV = 'TRISTATE_TEST_RABBIT_CTL'
 HOSTS = ('h1', 'h2')
 MAINS = {'conductor': 'conductor.cmd.conductor',
-         'agent': 'compute_agent.cmd.agent'}
+         'agent': 'compute_agent.cmd.agent',
+         'api': 'api.cmd.api'}
 # The source tree the test process imports: the daemons run the same code.
 SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(
     conductor.__file__)))
@@ -130,6 +132,13 @@ def _ini(sections):
         lines.extend('%s = %s' % item for item in values.items())
         lines.append('')
     return '\n'.join(lines)
+
+
+def _listening(port):
+    with contextlib.suppress(OSError), socket.create_connection(
+            ('127.0.0.1', port), timeout=1):
+        return True
+    return False
 
 
 class DaemonDied(AssertionError):
@@ -272,6 +281,21 @@ class Plane:
             self.spawn(host, 'agent')
         self.wait_for(self._hosts_up, 60, 'both agents to heartbeat')
         return self
+
+    def start_api(self, port, *, rpc_timeout=30):
+        """Start ``tristate-api`` on 127.0.0.1:``port`` (noauth: send
+        ``X-Auth-Token: USER:PROJECT``); returns its base URL once it
+        listens."""
+        self.own_conf['api'] = self.write_config('api', {
+            'DEFAULT': {'host': 'api-%s' % self.tag,
+                        'log_file': self.path / 'api.log'},
+            'database': {'connection': self.db_url},
+            'api': {'listen': '127.0.0.1', 'port': port,
+                    'auth_strategy': 'noauth', 'rpc_timeout': rpc_timeout},
+        })
+        self.spawn('api', 'api')
+        self.wait_for(lambda: _listening(port), 60, 'the API to listen')
+        return 'http://127.0.0.1:%d' % port
 
     def _answers(self, conductor_api):
         try:

@@ -109,7 +109,10 @@ def test_delete_preempts_a_running_task(statedb, ctx, instances, busy):
     inst = statedb.get_instance(uuid)
     assert (inst['vm_state'], inst['task_state'], inst['task_id']) == (
         vm.HARD_DELETED, None, None)
-    assert statedb.get_action(task.task_id)['result'] == 'preempted'
+    entry = statedb.get_action(task.task_id)
+    assert (entry['result'], entry['vm_state_after']) == (
+        'preempted', vm.HARD_DELETED)
+    assert entry['finished_at'] is not None
 
 
 @pytest.mark.parametrize('target', [vm.ACTIVE, vm.ERROR])
@@ -119,7 +122,8 @@ def test_reset_preempts_a_running_task(statedb, ctx, instances, busy, target):
     inst = statedb.get_instance(uuid)
     assert (inst['vm_state'], inst['task_state'], inst['task_id']) == (
         target, None, None)
-    assert statedb.get_action(task.task_id)['result'] == 'preempted'
+    entry = statedb.get_action(task.task_id)
+    assert (entry['result'], entry['vm_state_after']) == ('preempted', target)
     log = statedb.list_actions(uuid)[-1]
     assert (log['action'], log['vm_state_after']) == ('reset_state', target)
     with pytest.raises(exception.TaskPreempted):
