@@ -31,8 +31,7 @@ def check_owner(ctx, inst):
 
 def hard_delete_local(statedb, ctx, instance_uuid):
     """The hard delete's UPDATE, for a caller with database access.
-    Returns ``(before, after)``."""
-    check_owner(ctx, statedb.get_instance(instance_uuid))
+    Returns ``(before, after)``; the owner is checked in its transaction."""
     before, after = statedb.hard_delete(ctx, instance_uuid)
     metrics.task_ended(before, after, 'preempted')
     return before, after
@@ -162,7 +161,7 @@ class TaskGateway:
     # --- preempting database-only actions --------------------------------------
 
     def hard_delete(self, ctx, instance_uuid):
-        check_owner(ctx, self.db.get_instance(instance_uuid))
+        # the owner is checked in the delete's own transaction
         before, after = self.db.hard_delete(ctx, instance_uuid)
         self.notify_deleted(ctx, before, after)
         metrics.task_ended(before, after, 'preempted')

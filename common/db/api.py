@@ -425,10 +425,14 @@ class StateDB(accounting.AccountingMixin):
 
         Always succeeds while the database answers: preempts any task, needs
         no agent. Deleting a hard-deleted instance again succeeds and changes
-        nothing. Returns ``(before, after)``.
+        nothing. Another project's instance is not found (unless ``ctx`` is
+        an admin's). Returns ``(before, after)``.
         """
         def txn(conn):
             before = self._get(conn, instance_uuid, lock=True)
+            if not ctx.is_admin and before['project_id'] != ctx.project_id:
+                # another project's instance does not exist for this caller
+                raise exception.InstanceNotFound(instance=instance_uuid)
             if before['vm_state'] == vm.HARD_DELETED:
                 return before, before
             now = self.clock()
@@ -709,13 +713,14 @@ class StateDB(accounting.AccountingMixin):
 
     @staticmethod
     def _log_start(conn, ctx, instance_uuid, task_id, action, vm_state, now,
-                   message=None):
-        conn.execute(sa.insert(LOGT).values(
-            task_id=task_id, instance_uuid=instance_uuid, action=action,
-            user_id=ctx.user_id, project_id=ctx.project_id,
-            request_id=ctx.request_id, started_at=now,
-            result=states.RESULT_RUNNING, vm_state_before=vm_state,
-            message=message))
+                   message=None, **ended):
+        row = {'task_id': task_id, 'instance_uuid': instance_uuid,
+               'action': action, 'user_id': ctx.user_id,
+               'project_id': ctx.project_id, 'request_id': ctx.request_id,
+               'started_at': now, 'result': states.RESULT_RUNNING,
+               'vm_state_before': vm_state, 'message': message}
+        row.update(ended)
+        conn.execute(sa.insert(LOGT).values(**row))
 
     @staticmethod
     def _log_end(conn, task_id, result, vm_state, message, now):
@@ -732,10 +737,10 @@ class StateDB(accounting.AccountingMixin):
 
     def _log_instant(self, conn, ctx, instance_uuid, action, before, after,
                      now, message=None):
-        task_id = new_uuid()
-        self._log_start(conn, ctx, instance_uuid, task_id, action, before, now)
-        self._log_end(conn, task_id, states.RESULT_SUCCESS, after, message,
-                      now)
+        # One row, started and ended at once.
+        self._log_start(conn, ctx, instance_uuid, new_uuid(), action, before,
+                        now, message, finished_at=now,
+                        result=states.RESULT_SUCCESS, vm_state_after=after)
 
     @staticmethod
     def _preempt_log(conn, instance_uuid, vm_state, now):
