@@ -23,7 +23,7 @@ class AccountingMixin:
         held = quotas.held_by(conn, after['uuid'])
         want = quotas.wanted(after, self.quota, held=held, extra=extra)
         quotas.charge(conn, after, want, settings=self.quota, now=now,
-                      check=check)
+                      check=check, held=held)
         usage.track(conn, after, now)
 
     # --- quota sets -------------------------------------------------------------

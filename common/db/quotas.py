@@ -134,26 +134,30 @@ def insert_new(conn, table, **values):
 
 # --- charging -------------------------------------------------------------------
 
-def charge(conn, inst, want, *, settings, now, check):
+def charge(conn, inst, want, *, settings, now, check, held=None):
     """Make ``inst`` hold ``want``, moving its project's usage by the
     difference. With ``check``, an increase over a limit raises
     :class:`~common.exception.QuotaExceeded` and changes nothing (the caller's
-    transaction rolls back)."""
-    held = held_by(conn, inst['uuid'])
+    transaction rolls back). ``held``: what :func:`held_by` returned in this
+    transaction, if the caller read it already."""
+    if held is None:
+        held = held_by(conn, inst['uuid'])
     delta = {r: want[r] - held[r] for r in RESOURCES}
     if not any(delta.values()):
         return
     project = inst['project_id']
-    insert_new(conn, U, project_id=project, updated_at=now, **NOTHING)
     guards = [U.c.project_id == project]
     if check:
         limit = limits(conn, project, settings)
         guards += [U.c[r] + delta[r] <= limit[r] for r in RESOURCES
                    if delta[r] > 0 and limit[r] != UNLIMITED]
-    res = conn.execute(sa.update(U).where(*guards).values(
-        updated_at=now, **{r: U.c[r] + delta[r] for r in RESOURCES}))
-    if res.rowcount != 1:
-        _explain(conn, project, delta, limits(conn, project, settings))
+    move = sa.update(U).where(*guards).values(
+        updated_at=now, **{r: U.c[r] + delta[r] for r in RESOURCES})
+    if conn.execute(move).rowcount != 1:
+        # The project's first instance (no usage row yet), or over a limit.
+        insert_new(conn, U, project_id=project, updated_at=now, **NOTHING)
+        if conn.execute(move).rowcount != 1:
+            _explain(conn, project, delta, limits(conn, project, settings))
     _store_charge(conn, inst, want, held)
 
 
