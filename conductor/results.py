@@ -43,6 +43,7 @@ def _same_power(before, after):
 _CHANGED = 'changed'
 _SAME = 'same'
 _QUIET = (rtable.NONE, rtable.STORE)
+_BAD_REPORT = (exception.Invalid, KeyError, TypeError, ValueError)
 
 
 class _Batch:
@@ -53,6 +54,7 @@ class _Batch:
         self.orphans = []       # domains no instance on the host owns
         self.confirmed = []     # (uuid, seq, state, reason) unchanged
         self.recheck = []       # unchanged, but reconcile may act
+        self.changed = []       # (report, stored row) to write
 
 
 def _may_act(row):
@@ -208,20 +210,23 @@ class Results:
         reconcile reads the whole row only where the table may act."""
         read_seq = full if full and not isinstance(full, bool) else None
         reported = {r.get('uuid') for r in reports}
-        # One read: the host's instances (a full report), and any reported
-        # domain not among them (elsewhere now, or hard-deleted).
+        batch = _Batch()
+
+        def sort(view):
+            batch.__init__()        # a retried transaction sorts again
+            for report in reports:
+                self._sort(host, report, view.get(report.get('uuid')), batch)
+            return batch.confirmed
+        # One transaction: the host's instances (a full report), any
+        # reported domain not among them (elsewhere now, or hard-deleted),
+        # and the unchanged ones confirmed.
         view = self.db.power_view(host=host if read_seq else None,
-                                  uuids=reported)
+                                  uuids=reported, confirm=sort,
+                                  read_seq=read_seq)
         if read_seq:
             self._not_found(host, view.values(), reported, read_seq)
-        batch = _Batch()
-        for report in reports:
-            try:
-                self._take(host, report, view.get(report.get('uuid')), batch)
-            except (exception.Invalid, KeyError, TypeError, ValueError) as err:
-                LOG.warning('Bad power report from %s ignored: %r (%s)',
-                            host, report, err)
-        self.db.confirm_power(host, batch.confirmed, read_seq=read_seq)
+        for report, row in batch.changed:
+            self._write(host, report, row, batch)
         batch.destroy.extend(self._recheck(batch.recheck))
         conf = self.conf.reconcile
         return {'destroy': batch.destroy,
@@ -229,17 +234,34 @@ class Results:
                             'action': conf.orphan_action,
                             'grace': conf.orphan_grace}}
 
-    def _take(self, host, report, row, batch):
-        """One instance's report: written if it changes something, else
-        confirmed (and rechecked if reconcile may act); orphans noted."""
-        verdict = self._compare(host, report, row)
-        if verdict is _SAME:
-            batch.confirmed.append((row['uuid'], report['seq'],
-                                    row['power_state'], row['power_reason']))
-            if _may_act(row):
-                batch.recheck.append(row['uuid'])
+    def _sort(self, host, report, row, batch):
+        """One instance's report, against the stored ``row``: changed (to
+        write), unchanged (to confirm; rechecked if reconcile may act),
+        or not stored (an orphan?). A bad report is logged and ignored."""
+        try:
+            verdict = self._compare(host, report, row)
+            if verdict is _SAME:
+                batch.confirmed.append((row['uuid'], report['seq'],
+                                        row['power_state'],
+                                        row['power_reason']))
+                if _may_act(row):
+                    batch.recheck.append(row['uuid'])
+            elif verdict is _CHANGED:
+                batch.changed.append((report, row))
+            elif self._is_orphan(host, report, row):
+                batch.orphans.append(report['uuid'])
+        except _BAD_REPORT as err:
+            LOG.warning('Bad power report from %s ignored: %r (%s)',
+                        host, report, err)
+
+    def _write(self, host, report, row, batch):
+        """Store a changed report and reconcile on the row it made."""
+        try:
+            stored = self._store(host, report)
+        except _BAD_REPORT as err:
+            LOG.warning('Bad power report from %s ignored: %r (%s)',
+                        host, report, err)
             return
-        stored = self._store(host, report) if verdict is _CHANGED else None
         if stored is not None:
             if self.reconciler.consider(stored):
                 batch.destroy.append(report['uuid'])

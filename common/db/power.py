@@ -2,9 +2,10 @@
 :class:`common.db.api.StateDB`).
 
 A full report of a host usually says what is stored already. Its cost is
-then one narrow read of the host's instances (:meth:`PowerMixin.power_view`:
-the columns a report is compared with, no full rows) and one
-UPDATE per distinct state (:meth:`PowerMixin.confirm_power`) that moves the
+then one transaction: a narrow read of the host's instances
+(:meth:`PowerMixin.power_view`: the columns a report is compared with, no
+full rows) and one UPDATE per distinct state (:meth:`PowerMixin.confirm_power`)
+that moves the
 unchanged instances' ``power_seq`` up to the read's: the stored power_state
 is then known as of that read, so a late, older report can never overwrite it
 (DESIGN.md section 5: "a late report never undoes a newer one"). A report
@@ -61,19 +62,29 @@ def _rows(conn, query, params):
 class PowerMixin:
     """Needs ``self.db`` and ``self.clock``."""
 
-    def power_view(self, *, host=None, uuids=()):
+    def power_view(self, *, host=None, uuids=(), confirm=None,
+                   read_seq=None):
         """{uuid: {POWER_KEYS...}} of the instances placed on ``host`` (not
         hard-deleted) and of those of ``uuids`` not among them (wherever
-        they are, hard-deleted too), in one read transaction."""
+        they are, hard-deleted too).
+
+        ``confirm``, if given, is called with that view and returns the
+        unchanged reports to confirm (see :meth:`confirm_power`), which are
+        then confirmed in the same transaction: one transaction per report
+        batch. It may run again (a retried transaction)."""
         def txn(conn):
             found = _rows(conn, _ON_HOST, {'on_host': host}) if host else {}
             rest = [u for u in uuids if u is not None and u not in found]
             if rest:
                 found.update(_rows(conn, _BY_UUID, {'uuids': rest}))
+            if confirm is not None:
+                self._confirm(conn, host, confirm(found), read_seq)
             return found
         if not host and not any(u is not None for u in uuids):
+            if confirm is not None:
+                confirm({})
             return {}
-        return self.db.transaction(txn, readonly=True)
+        return self.db.transaction(txn, readonly=confirm is None)
 
     def confirm_power(self, host, confirmed, *, read_seq=None):
         """Mark unchanged instances as known as of their report.
@@ -89,6 +100,11 @@ class PowerMixin:
         returns how many rows moved."""
         if not confirmed:
             return 0
+        return self.db.transaction(self._confirm, host, confirmed, read_seq)
+
+    def _confirm(self, conn, host, confirmed, read_seq):
+        if not confirmed:
+            return 0
         now = self.clock()
         groups, singles = {}, []
         for uuid, seq, state, reason in confirmed:
@@ -96,18 +112,13 @@ class PowerMixin:
                 groups.setdefault((state, reason), []).append(uuid)
             else:
                 singles.append({'c_uuid': uuid, 'c_host': host,
-                                'c_seq': int(seq),
-                                'c_state': state, 'c_reason': reason,
-                                'c_now': now})
-
-        def txn(conn):
-            moved = 0
-            for (state, reason), uuids in groups.items():
-                moved += conn.execute(_CONFIRM_READ, {
-                    'c_uuids': uuids, 'c_host': host, 'c_seq': int(read_seq),
-                    'c_state': state, 'c_reason': reason,
-                    'c_now': now}).rowcount
-            if singles:
-                moved += conn.execute(_CONFIRM_ONE, singles).rowcount
-            return moved
-        return self.db.transaction(txn)
+                                'c_seq': int(seq), 'c_state': state,
+                                'c_reason': reason, 'c_now': now})
+        moved = 0
+        for (state, reason), uuids in groups.items():
+            moved += conn.execute(_CONFIRM_READ, {
+                'c_uuids': uuids, 'c_host': host, 'c_seq': int(read_seq),
+                'c_state': state, 'c_reason': reason, 'c_now': now}).rowcount
+        if singles:
+            moved += conn.execute(_CONFIRM_ONE, singles).rowcount
+        return moved
