@@ -11,6 +11,7 @@ import logging
 
 from common import exception
 from common import metrics
+from common import reconcile as rtable
 from common import states
 from common.db import services
 from conductor import gateway as gw
@@ -42,6 +43,34 @@ _TAKES_FROM_ALLOCATION = {'resize': 'resize', 'revert_resize': 'instance',
 def _same_power(before, after):
     return ((before['power_state'], before['power_reason'])
             == (after['power_state'], after['power_reason']))
+
+
+# What a report says, compared with what is stored (Results._compare).
+_CHANGED = 'changed'
+_SAME = 'same'
+_QUIET = (rtable.NONE, rtable.STORE)
+_BAD_REPORT = (exception.Invalid, KeyError, TypeError, ValueError)
+
+
+class _Batch:
+    """What one batch of power reports leads to."""
+
+    def __init__(self):
+        self.destroy = []       # domains the agent must destroy
+        self.orphans = []       # domains no instance on the host owns
+        self.confirmed = []     # (uuid, seq, state, reason) unchanged
+        self.recheck = []       # unchanged, but reconcile may act
+        self.changed = []       # (report, stored row) to write
+
+
+def _may_act(row):
+    """Whether reconcile may do something for an instance as stored, from
+    the narrow columns alone (most answer "none": they agree)."""
+    if row['task_id'] is not None:
+        return False
+    rule = rtable.TABLE.decide(row['vm_state'], row['power_state'],
+                               row['power_reason'])
+    return rule.decision not in _QUIET
 
 
 def settle_on_failure(action, vm_state=None):
@@ -179,62 +208,113 @@ class Results:
 
         ``full``, when a number, is the seq of a read of every domain on
         the host: an instance placed there that the read did not find is
-        gone (NOSTATE), whether or not an event said so."""
-        destroy, orphans = [], []
+        gone (NOSTATE), whether or not an event said so.
+
+        Reports are compared with one narrow read; only a change is
+        written row by row. A report that says what is stored (the common
+        case of a periodic full report) costs a share of one UPDATE of
+        ``power_seq`` per distinct state (:mod:`common.db.power`), and
+        reconcile reads the whole row only where the table may act."""
+        read_seq = full if full and not isinstance(full, bool) else None
         reported = {r.get('uuid') for r in reports}
-        current = {}
-        if full and not isinstance(full, bool):
-            # One read of the host's instances serves both: those the
-            # agent no longer found, and the stored rows to compare with.
-            on_host = self.db.list_instances(host=host)
-            self._not_found(host, on_host, reported, full)
-            current = {inst['uuid']: inst for inst in on_host}
-        missing = reported - current.keys()
-        if missing:     # not on this host (or hard-deleted): look them up
-            current.update(self.db.get_instances(missing))
-        for report in reports:
-            try:
-                stored = self._store(host, report, current.get(report['uuid']))
-            except (exception.Invalid, KeyError, TypeError, ValueError) as err:
-                LOG.warning('Bad power report from %s ignored: %r (%s)',
-                            host, report, err)
-                continue
-            if stored is not None:
-                if self.reconciler.consider(stored):
-                    destroy.append(report['uuid'])
-            elif self._is_orphan(host, report, current.get(report['uuid'])):
-                orphans.append(report['uuid'])
+        batch = _Batch()
+
+        def sort(view):
+            batch.__init__()        # a retried transaction sorts again
+            for report in reports:
+                self._sort(host, report, view.get(report.get('uuid')), batch)
+            return batch.confirmed
+        # One transaction: the host's instances (a full report), any
+        # reported domain not among them (elsewhere now, or hard-deleted),
+        # and the unchanged ones confirmed.
+        view = self.db.power_view(host=host if read_seq else None,
+                                  uuids=reported, confirm=sort,
+                                  read_seq=read_seq)
+        if read_seq:
+            self._not_found(host, view.values(), reported, read_seq)
+        for report, row in batch.changed:
+            self._write(host, report, row, batch)
+        batch.destroy.extend(self._recheck(batch.recheck))
         conf = self.conf.reconcile
-        return {'destroy': destroy,
-                'orphans': {'uuids': orphans, 'action': conf.orphan_action,
+        return {'destroy': batch.destroy,
+                'orphans': {'uuids': batch.orphans,
+                            'action': conf.orphan_action,
                             'grace': conf.orphan_grace}}
 
+    def _sort(self, host, report, row, batch):
+        """One instance's report, against the stored ``row``: changed (to
+        write), unchanged (to confirm; rechecked if reconcile may act),
+        or not stored (an orphan?). A bad report is logged and ignored."""
+        try:
+            verdict = self._compare(host, report, row)
+            if verdict is _SAME:
+                batch.confirmed.append((row['uuid'], report['seq'],
+                                        row['power_state'],
+                                        row['power_reason']))
+                if _may_act(row):
+                    batch.recheck.append(row['uuid'])
+            elif verdict is _CHANGED:
+                batch.changed.append((report, row))
+            elif self._is_orphan(host, report, row):
+                batch.orphans.append(report['uuid'])
+        except _BAD_REPORT as err:
+            LOG.warning('Bad power report from %s ignored: %r (%s)',
+                        host, report, err)
+
+    def _write(self, host, report, row, batch):
+        """Store a changed report and reconcile on the row it made."""
+        try:
+            stored = self._store(host, report)
+        except _BAD_REPORT as err:
+            LOG.warning('Bad power report from %s ignored: %r (%s)',
+                        host, report, err)
+            return
+        if stored is not None:
+            if self.reconciler.consider(stored):
+                batch.destroy.append(report['uuid'])
+        elif self._is_orphan(host, report, row):
+            batch.orphans.append(report['uuid'])
+
+    def _recheck(self, uuids):
+        """Reconcile unchanged instances the table may act on (a power_off
+        that failed, a domain of a deleted instance still there), on their
+        whole rows as they stand now; the uuids to destroy."""
+        if not uuids:
+            return []
+        return [uuid for uuid, inst in self.db.get_instances(uuids).items()
+                if self.reconciler.consider(inst)]
+
     def _not_found(self, host, on_host, reported, seq):
-        for inst in on_host:
-            if (inst['uuid'] in reported
-                    or inst['power_state'] == states.power.NOSTATE):
-                continue
+        gone = [row['uuid'] for row in on_host
+                if row['host'] == host and row['uuid'] not in reported
+                and row['power_state'] != states.power.NOSTATE]
+        for uuid in gone:
             stored = self.db.store_power_report(
-                inst['uuid'], host=host, state=states.power.NOSTATE, seq=seq)
+                uuid, host=host, state=states.power.NOSTATE, seq=seq)
             if stored is not None:
                 self.reconciler.consider(stored)
 
-    def _store(self, host, report, inst):
-        """The instance as it stands after ``report``; None if the report
-        is not for an instance of ``host`` or is older than the stored one.
-        Only a change is written: a report that says what is stored already
-        (the common case of a periodic full report) costs no write."""
+    @staticmethod
+    def _compare(host, report, row):
+        """_CHANGED, _SAME, or None when the report is not for an instance
+        of ``host`` or is older than what is stored."""
         power_state = states.normalize_power_state(report['power_state'])
         reason = report.get('reason')
-        if inst is None or inst['host'] != host:
+        if row is None or row['host'] != host:
             return None
-        if int(report['seq']) <= inst['power_seq']:
+        if int(report['seq']) <= row['power_seq']:
             return None
-        if (power_state, reason) == (inst['power_state'], inst['power_reason']):
-            return inst
-        return self.db.store_power_report(report['uuid'], host=host,
-                                          state=power_state, reason=reason,
-                                          seq=report['seq'])
+        if (power_state, reason) == (row['power_state'], row['power_reason']):
+            return _SAME
+        return _CHANGED
+
+    def _store(self, host, report):
+        """The instance as it stands after ``report``; None if the
+        conditional write found it moved or newer."""
+        return self.db.store_power_report(
+            report['uuid'], host=host,
+            state=states.normalize_power_state(report['power_state']),
+            reason=report.get('reason'), seq=report['seq'])
 
     def _is_orphan(self, host, report, inst=None):
         """A running domain whose report was not stored: no instance at

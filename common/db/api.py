@@ -13,7 +13,8 @@ DESIGN.md sections 3 and 4, made real:
   clears any task, frees the instance's allocations in the same transaction.
 * :meth:`~StateDB.reset_state`: admin's way out, also preempting.
 * :meth:`~StateDB.store_power_report`: bottom-up, ignored when older than the
-  last report stored.
+  last report stored; a report that changes nothing only moves the stored
+  ``power_seq`` up, in bulk (:mod:`common.db.power`).
 * Quotas and billing (:mod:`common.db.accounting`) follow every vm_state
   change in its own transaction: a build, a rebuild of a PENDING instance,
   a resize and a restore are checked against the project's quota there
@@ -35,6 +36,7 @@ from common import states
 from common.db import accounting
 from common.db import lease_hosts
 from common.db import models
+from common.db import power as power_db
 from common.db import quotas
 from common.states import vm
 
@@ -76,7 +78,7 @@ def _one(conn, query):
     return dict(row._mapping) if row is not None else None
 
 
-class StateDB(accounting.AccountingMixin):
+class StateDB(accounting.AccountingMixin, power_db.PowerMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.

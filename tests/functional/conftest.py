@@ -313,6 +313,17 @@ def domain(plane, host, uuid):
     return store.read()['domains'].get(uuid)
 
 
+# What the agents' periodic full reports move even when nothing changed: the
+# stored power_state is then known as of their newer read.
+REPORT_MARKS = ('power_seq', 'power_reported_at')
+
+
+def without_report_marks(inst):
+    """``inst`` without :data:`REPORT_MARKS`, for "nothing changed" checks
+    made while the agents report."""
+    return {k: v for k, v in inst.items() if k not in REPORT_MARKS}
+
+
 def log_of(plane, uuid, action=None):
     """The instance's action log (entries of ``action`` only, if given)."""
     return [entry for entry in plane.statedb.list_actions(uuid)

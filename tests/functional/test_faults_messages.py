@@ -30,6 +30,7 @@ from tests.functional.conftest import wait_agent_done
 from tests.functional.conftest import wait_idle
 from tests.functional.conftest import wait_instance
 from tests.functional.conftest import wait_task
+from tests.functional.conftest import without_report_marks
 
 
 @pytest.fixture
@@ -40,7 +41,7 @@ def agent_bus(plane):
 
 def _state(plane, uuid):
     """Everything a replayed message could change."""
-    inst = plane.statedb.get_instance(uuid)
+    inst = without_report_marks(plane.statedb.get_instance(uuid))
     return inst, log_of(plane, uuid), plane.statedb.list_allocations(
         instance_uuid=uuid)
 

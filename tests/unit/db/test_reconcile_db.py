@@ -710,14 +710,56 @@ def test_a_full_report_without_an_instance_means_its_domain_is_gone(world):
     def state(uuid):
         inst = world.db.get_instance(uuid)
         return inst['vm_state'], inst['power_state'], inst['power_seq']
-    # unchanged: nothing written (only changes are), the stored seq stays
-    assert state(listed) == (vm.ACTIVE, power.RUNNING, 10)
+    # unchanged: the state is not written again, but it is now known as of
+    # the read (a late older report cannot undo it)
+    assert state(listed) == (vm.ACTIVE, power.RUNNING, 20)
     assert state(missing) == (vm.ERROR, power.NOSTATE, 20)
     assert state(stopped) == (vm.ERROR, power.NOSTATE, 20)
     assert state(newer) == (vm.ACTIVE, power.RUNNING, 30)
     assert state(elsewhere) == (vm.ACTIVE, power.RUNNING, 10)
     assert world.db.list_actions(missing)[-1]['message'] == (
         'the domain vanished from its host')
+
+
+def test_an_unchanged_report_is_not_undone_by_an_older_one(world):
+    """A report that changes nothing still moves power_seq up: a report
+    read before it (a late task result, a replayed batch) is then stale,
+    though newer than the last report that changed something."""
+    uuid = world.idle(vm.ACTIVE)
+    world.report(uuid, power.RUNNING, seq=10)
+    before = world.db.get_instance(uuid)
+    answer = world.results.power_report(world.ctx, host=HOST, full=20, reports=[
+        _report_of(uuid, power.RUNNING, 21)])
+    assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
+    confirmed = world.db.get_instance(uuid)
+    assert confirmed['power_seq'] == 20
+    assert confirmed['power_reported_at'] >= before['power_reported_at']
+
+    world.results.power_report(world.ctx, host=HOST, reports=[
+        _report_of(uuid, power.SHUTDOWN, 15, states.REASON_GUEST)])
+    after = world.db.get_instance(uuid)
+    assert (after['vm_state'], after['power_state'], after['power_seq']) == (
+        vm.ACTIVE, power.RUNNING, 20)
+
+
+def test_a_confirmation_never_moves_a_row_that_changed_meanwhile(world):
+    """The batched seq update re-checks the state it was compared with: a
+    row written since (here: SHUTDOWN at seq 12) keeps its own seq."""
+    uuid = world.idle(vm.ACTIVE)
+    world.report(uuid, power.RUNNING, seq=10)
+    world.report(uuid, power.SHUTDOWN, seq=12)
+    for read_seq in (None, 20):
+        assert world.db.confirm_power(HOST, [(uuid, 21, power.RUNNING, None)],
+                                      read_seq=read_seq) == 0
+        assert world.db.confirm_power('node2', [(uuid, 21, power.SHUTDOWN,
+                                                 None)], read_seq=read_seq) == 0
+    assert world.db.get_instance(uuid)['power_seq'] == 12
+    assert world.db.confirm_power(HOST, [(uuid, 21, power.SHUTDOWN, None)],
+                                  read_seq=20) == 1
+    assert world.db.get_instance(uuid)['power_seq'] == 20
+    assert world.db.confirm_power(HOST, [(uuid, 25, power.SHUTDOWN,
+                                          None)]) == 1
+    assert world.db.get_instance(uuid)['power_seq'] == 25
 
 
 @pytest.mark.parametrize('full', [False, True])
