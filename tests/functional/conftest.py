@@ -281,6 +281,15 @@ def faults(plane, host):
     return fake.HostStore(plane.conf.state_dir, host)
 
 
+def wait_hung(plane, host, operation):
+    """Until the agent's driver call ``operation`` hangs on its fault (set
+    with ``count=1``, which the call spends when it takes it): the task's
+    first progress report, sent before any driver call, was recorded."""
+    store = faults(plane, host)
+    wait_for(lambda: (store.read()['faults'].get(operation) or {}).get(
+        'remaining') == 0, what='%s to hang on %s' % (operation, host))
+
+
 # --- what the plane and the hypervisor say -----------------------------------
 
 def heartbeat_of(plane, host):

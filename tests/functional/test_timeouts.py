@@ -24,6 +24,7 @@ from tests.functional.conftest import summary
 from tests.functional.conftest import used
 from tests.functional.conftest import wait_heartbeat
 from tests.functional.conftest import wait_idle
+from tests.functional.conftest import wait_hung
 from tests.functional.conftest import wait_instance
 from tests.functional.conftest import wait_task
 
@@ -38,9 +39,11 @@ def _reap(plane):
 def test_a_hung_stop_times_out_and_rolls_back(make_plane, clock, ctx):
     plane = make_plane(clock=clock)
     inst = active(plane, ctx)
-    faults(plane, inst['host']).set_fault('power_off', 'hang')
+    faults(plane, inst['host']).set_fault('power_off', 'hang', count=1)
     plane.client.run_action(ctx, inst['uuid'], 'stop')
     running = wait_task(plane, inst['uuid'], task.STOPPING)
+    # the agent's progress, made before the driver call, is in: time may pass
+    wait_hung(plane, inst['host'], 'power_off')
 
     clock.advance(STOP_TIMEOUT - 1)
     assert _reap(plane) == 0
@@ -97,9 +100,10 @@ def test_the_timeout_of_an_action_is_configurable(conf, make_plane, clock,
     set_opts(conf, 'conductor', task_timeouts={'stop': '30'})
     plane = make_plane(hosts=1, clock=clock)
     inst = active(plane, ctx)
-    faults(plane, 'host1').set_fault('power_off', 'hang')
+    faults(plane, 'host1').set_fault('power_off', 'hang', count=1)
     plane.client.run_action(ctx, inst['uuid'], 'stop')
     wait_task(plane, inst['uuid'], task.STOPPING)
+    wait_hung(plane, 'host1', 'power_off')
 
     clock.advance(29)
     assert _reap(plane) == 0
