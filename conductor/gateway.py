@@ -81,11 +81,14 @@ class TaskGateway:
         return inst, task_ctx
 
     def claim(self, ctx, instance_uuid, action, message=None, *,
-              flavor=None):
+              flavor=None, owner_checked=False):
         """Claim ``action``; returns the instance and the task's context.
         ``message`` goes to the action log (never a secret); ``flavor``: a
-        resize's new flavor, checked against the quota."""
-        check_owner(ctx, self.db.get_instance(instance_uuid))
+        resize's new flavor, checked against the quota; ``owner_checked``:
+        the caller read the instance and checked its owner already (the
+        owner of an instance never changes)."""
+        if not owner_checked:
+            check_owner(ctx, self.db.get_instance(instance_uuid))
         inst = self.db.claim_task(ctx, instance_uuid, action,
                                   message=message, flavor=flavor)
         task_ctx = ctx.for_task(inst['task_id'])
