@@ -71,6 +71,21 @@ def _host_guard(host):
     return () if host is None else (I.c.host == host,)
 
 
+def _free_ram(used):
+    """``hosts.free_memory_mb`` once ``used_memory_mb`` is ``used``: in an
+    UPDATE every column on the right is read before any is written."""
+    return H.c.memory_mb * H.c.ram_ratio - used
+
+
+def _stamped_with(conn, ratio):
+    """True if every host's free_memory_mb is computed with ``ratio`` (or
+    there is no host): two index lookups."""
+    low, high = conn.execute(sa.select(
+        sa.select(sa.func.min(H.c.ram_ratio)).scalar_subquery(),
+        sa.select(sa.func.max(H.c.ram_ratio)).scalar_subquery())).one()
+    return low is None or low == high == ratio
+
+
 def _one(conn, query):
     row = conn.execute(query).first()
     return dict(row._mapping) if row is not None else None
@@ -537,23 +552,38 @@ class StateDB(accounting.AccountingMixin):
     # --- hosts and allocations --------------------------------------------------
 
     def host_heartbeat(self, host, *, vcpus, memory_mb, disk_gb,
-                       agent_started_at=None):
-        """Record an agent's heartbeat and capacity, creating the host."""
+                       agent_started_at=None, ram_ratio=None):
+        """Record an agent's heartbeat and capacity, creating the host.
+
+        ``ram_ratio``: the recording conductor's [scheduler]
+        ram_allocation_ratio, which the stored weigher (``free_memory_mb``)
+        is computed with from then on (None: keep the host's, 1 for a new
+        host).
+        """
         now = self.clock()
         values = {'vcpus': vcpus, 'memory_mb': memory_mb, 'disk_gb': disk_gb,
                   'last_heartbeat': now, 'updated_at': now}
         if agent_started_at is not None:
             values['agent_started_at'] = agent_started_at
+        if ram_ratio is not None:
+            values['ram_ratio'] = float(ram_ratio)
 
         def txn(conn):
             before = _one(conn, sa.select(H).where(H.c.name == host))
             if before is None:
+                values.setdefault('ram_ratio', 1.0)
                 conn.execute(sa.insert(H).values(
                     name=host, used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
-                    enabled=True, created_at=now, **values))
+                    free_memory_mb=0, enabled=True, created_at=now, **values))
             else:
                 conn.execute(sa.update(H).where(H.c.name == host)
                              .values(**values))
+            if before is None or any(before[k] != values[k] for k in (
+                    'memory_mb', 'ram_ratio') if k in values):
+                # From the stored columns, as every other writer does, so
+                # that the value is the same to the last bit.
+                conn.execute(sa.update(H).where(H.c.name == host).values(
+                    free_memory_mb=_free_ram(H.c.used_memory_mb)))
             return before
         return self.db.transaction(txn)
 
@@ -572,31 +602,54 @@ class StateDB(accounting.AccountingMixin):
             readonly=True)
 
     def find_hosts(self, *, vcpus, memory_mb, disk_gb, ratios, alive_since,
-                   pack=False, limit=10, exclude=(), reserved=None):
+                   pack=False, limit=10, only=None, exclude=(),
+                   reserved=None):
         """Hosts that pass the scheduler's filters, best first.
 
         Filters: enabled; heartbeat since ``alive_since``; room for the
-        resources under the allocation ratios; ``reserved``, the lease
-        filter (:func:`common.db.lease_hosts.placement`), if given. Weigher:
-        most free RAM first (spread), or least (``pack``). Done in SQL, so
-        that thousands of hosts cost one indexed query.
+        resources under the allocation ratios; ``only`` (one host) and
+        ``exclude``; ``reserved``, the lease filter
+        (:func:`common.db.lease_hosts.placement`), if given. Weigher: most
+        free RAM under ``ram_ratio`` first (spread), or least (``pack``),
+        ties by name.
+
+        When every host's stored weigher was computed with this RAM ratio
+        (the usual case: heartbeats stamp the conductors' ratio), an index
+        gives the hosts in order and only the first few that pass are read.
+        Otherwise (a ratio changed and some hosts have not heartbeated
+        since) the weigher is computed for every host and sorted: slower,
+        same answer.
         """
         cpu_ratio, ram_ratio, disk_ratio = ratios
-        free_ram = H.c.memory_mb * ram_ratio - H.c.used_memory_mb
-        query = sa.select(H).where(
-            H.c.enabled.is_(True), H.c.last_heartbeat >= alive_since,
-            H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
-            H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
-            H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio,
-        ).order_by(free_ram.asc() if pack else free_ram.desc(), H.c.name
-                   ).limit(limit)
+        room = [H.c.enabled.is_(True), H.c.last_heartbeat >= alive_since,
+                H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
+                H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
+                H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio]
+        if only is not None:
+            room.append(H.c.name == only)
         if exclude:
-            query = query.where(H.c.name.not_in(list(exclude)))
+            room.append(H.c.name.not_in(list(exclude)))
         if reserved is not None:
-            query = query.where(reserved)
-        return self.db.transaction(
-            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
-            readonly=True)
+            room.append(reserved)
+        ratio = float(ram_ratio)
+
+        def txn(conn):
+            if _stamped_with(conn, ratio):
+                # The stored weigher is the exact one: walk the index
+                # (ram_ratio, free_memory_mb, name), from the hosts with
+                # room for the flavor (the bound is loose by one MiB
+                # against rounding; the exact filter is in ``room``).
+                weigher = H.c.free_memory_mb
+                extra = [H.c.ram_ratio == ratio,
+                         H.c.free_memory_mb > memory_mb - 1]
+            else:
+                weigher = H.c.memory_mb * ratio - H.c.used_memory_mb
+                extra = []
+            query = sa.select(H).where(*room, *extra).order_by(
+                weigher.asc() if pack else weigher.desc(), H.c.name
+            ).limit(limit)
+            return [dict(r._mapping) for r in conn.execute(query)]
+        return self.db.transaction(txn, readonly=True)
 
     def count_hosts(self, *, alive_since):
         """(all, disabled, down) host counts, to explain a NoValidHost."""
@@ -643,7 +696,8 @@ class StateDB(accounting.AccountingMixin):
             res = conn.execute(sa.update(H).where(*room).values(
                 used_vcpus=H.c.used_vcpus + vcpus,
                 used_memory_mb=H.c.used_memory_mb + memory_mb,
-                used_disk_gb=H.c.used_disk_gb + disk_gb))
+                used_disk_gb=H.c.used_disk_gb + disk_gb,
+                free_memory_mb=_free_ram(H.c.used_memory_mb + memory_mb)))
             if res.rowcount != 1:
                 raise exception.HostCapacityExceeded(
                     host=host, vcpus=vcpus, memory_mb=memory_mb,
@@ -690,7 +744,9 @@ class StateDB(accounting.AccountingMixin):
             conn.execute(sa.update(H).where(H.c.name == alloc.host).values(
                 used_vcpus=H.c.used_vcpus - alloc.vcpus,
                 used_memory_mb=H.c.used_memory_mb - alloc.memory_mb,
-                used_disk_gb=H.c.used_disk_gb - alloc.disk_gb))
+                used_disk_gb=H.c.used_disk_gb - alloc.disk_gb,
+                free_memory_mb=_free_ram(H.c.used_memory_mb
+                                         - alloc.memory_mb)))
         return len(freed)
 
     def list_allocations(self, *, instance_uuid=None, host=None):

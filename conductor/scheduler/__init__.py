@@ -60,10 +60,8 @@ class Scheduler:
             disk_gb=flavor.disk_gb, ratios=self.ratios,
             alive_since=self.alive_since(),
             pack=self.conf.scheduler.weigher == 'pack',
-            limit=self.conf.scheduler.max_attempts, exclude=exclude,
-            reserved=reserved)
-        if only is not None:
-            candidates = [h for h in candidates if h['name'] == only]
+            limit=self.conf.scheduler.max_attempts, only=only,
+            exclude=exclude, reserved=reserved)
         for host in candidates:
             try:
                 self.db.allocate(
