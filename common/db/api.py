@@ -36,6 +36,7 @@ from common.db import accounting
 from common.db import lease_hosts
 from common.db import models
 from common.db import quotas
+from common.db import scheduling
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
@@ -71,19 +72,12 @@ def _host_guard(host):
     return () if host is None else (I.c.host == host,)
 
 
-def _free_ram(used):
-    """``hosts.free_memory_mb`` once ``used_memory_mb`` is ``used``: in an
-    UPDATE every column on the right is read before any is written."""
-    return H.c.memory_mb * H.c.ram_ratio - used
-
-
-def _stamped_with(conn, ratio):
-    """True if every host's free_memory_mb is computed with ``ratio`` (or
-    there is no host): two index lookups."""
-    low, high = conn.execute(sa.select(
-        sa.select(sa.func.min(H.c.ram_ratio)).scalar_subquery(),
-        sa.select(sa.func.max(H.c.ram_ratio)).scalar_subquery())).one()
-    return low is None or low == high == ratio
+def _binds(vcpus, memory_mb, disk_gb, ratios):
+    """The values :mod:`common.db.scheduling`'s statements bind."""
+    cpu_ratio, ram_ratio, disk_ratio = ratios
+    return {'b_vcpus': vcpus, 'b_memory_mb': memory_mb, 'b_disk_gb': disk_gb,
+            'b_cpu_ratio': float(cpu_ratio), 'b_ram_ratio': float(ram_ratio),
+            'b_disk_ratio': float(disk_ratio)}
 
 
 def _one(conn, query):
@@ -583,7 +577,7 @@ class StateDB(accounting.AccountingMixin):
                 # From the stored columns, as every other writer does, so
                 # that the value is the same to the last bit.
                 conn.execute(sa.update(H).where(H.c.name == host).values(
-                    free_memory_mb=_free_ram(H.c.used_memory_mb)))
+                    free_memory_mb=scheduling.free_ram(H.c.used_memory_mb)))
             return before
         return self.db.transaction(txn)
 
@@ -620,35 +614,21 @@ class StateDB(accounting.AccountingMixin):
         since) the weigher is computed for every host and sorted: slower,
         same answer.
         """
-        cpu_ratio, ram_ratio, disk_ratio = ratios
-        room = [H.c.enabled.is_(True), H.c.last_heartbeat >= alive_since,
-                H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
-                H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
-                H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio]
-        if only is not None:
-            room.append(H.c.name == only)
-        if exclude:
-            room.append(H.c.name.not_in(list(exclude)))
-        if reserved is not None:
-            room.append(reserved)
-        ratio = float(ram_ratio)
+        values = _binds(vcpus, memory_mb, disk_gb, ratios)
+        values.update(b_alive_since=alive_since, b_only=only,
+                      b_exclude=list(exclude), b_free_above=memory_mb - 1)
+        shape = {'pack': pack, 'only': only is not None,
+                 'exclude': bool(exclude), 'limit': limit,
+                 'reserved': reserved}
 
         def txn(conn):
-            if _stamped_with(conn, ratio):
-                # The stored weigher is the exact one: walk the index
-                # (ram_ratio, free_memory_mb, name), from the hosts with
-                # room for the flavor (the bound is loose by one MiB
-                # against rounding; the exact filter is in ``room``).
-                weigher = H.c.free_memory_mb
-                extra = [H.c.ram_ratio == ratio,
-                         H.c.free_memory_mb > memory_mb - 1]
-            else:
-                weigher = H.c.memory_mb * ratio - H.c.used_memory_mb
-                extra = []
-            query = sa.select(H).where(*room, *extra).order_by(
-                weigher.asc() if pack else weigher.desc(), H.c.name
-            ).limit(limit)
-            return [dict(r._mapping) for r in conn.execute(query)]
+            # Stamped: the stored weigher is the exact one; walk the index
+            # (ram_ratio, free_memory_mb, name) from the hosts with room
+            # for the flavor (``free_above`` is loose by one MiB against
+            # rounding; the exact filter is there too).
+            fast = scheduling.stamped_with(conn, values['b_ram_ratio'])
+            query = scheduling.find_query(fast=fast, **shape)
+            return [dict(r._mapping) for r in conn.execute(query, values)]
         return self.db.transaction(txn, readonly=True)
 
     def count_hosts(self, *, alive_since):
@@ -684,36 +664,26 @@ class StateDB(accounting.AccountingMixin):
         with ``reservation_id``, the instance recorded as the
         reservation's (its lease's on_end applies to it).
         """
-        cpu_ratio, ram_ratio, disk_ratio = ratios
-        room = [H.c.name == host, H.c.enabled.is_(True),
-                H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
-                H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
-                H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio]
-        if reserved is not None:
-            room.append(reserved)
+        take = scheduling.take_query(reserved=reserved)
+        values = dict(_binds(vcpus, memory_mb, disk_gb, ratios), b_host=host)
 
         def txn(conn):
-            res = conn.execute(sa.update(H).where(*room).values(
-                used_vcpus=H.c.used_vcpus + vcpus,
-                used_memory_mb=H.c.used_memory_mb + memory_mb,
-                used_disk_gb=H.c.used_disk_gb + disk_gb,
-                free_memory_mb=_free_ram(H.c.used_memory_mb + memory_mb)))
+            res = conn.execute(take, values)
             if res.rowcount != 1:
                 raise exception.HostCapacityExceeded(
                     host=host, vcpus=vcpus, memory_mb=memory_mb,
                     disk_gb=disk_gb)
-            placed = {'updated_at': self.clock()}
-            if purpose == 'instance':
-                placed['host'] = host
-            res = conn.execute(sa.update(I).where(
-                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id)
-                .values(**placed))
+            now = self.clock()
+            res = conn.execute(scheduling.PLACE[purpose == 'instance'], {
+                'b_uuid': instance_uuid, 'b_task_id': ctx.task_id,
+                'b_now': now, 'b_host': host})
             if res.rowcount != 1:
                 self._preempted(conn, instance_uuid, ctx.task_id)
-            conn.execute(sa.insert(A).values(
-                instance_uuid=instance_uuid, host=host, purpose=purpose,
-                flavor_name=flavor_name, vcpus=vcpus, memory_mb=memory_mb,
-                disk_gb=disk_gb, created_at=self.clock()))
+            conn.execute(scheduling.RECORD, {
+                'instance_uuid': instance_uuid, 'host': host,
+                'purpose': purpose, 'flavor_name': flavor_name,
+                'vcpus': vcpus, 'memory_mb': memory_mb, 'disk_gb': disk_gb,
+                'created_at': now})
             if reservation_id is not None:
                 lease_hosts.record_instance(conn, reservation_id,
                                             instance_uuid, self.clock())
@@ -745,7 +715,7 @@ class StateDB(accounting.AccountingMixin):
                 used_vcpus=H.c.used_vcpus - alloc.vcpus,
                 used_memory_mb=H.c.used_memory_mb - alloc.memory_mb,
                 used_disk_gb=H.c.used_disk_gb - alloc.disk_gb,
-                free_memory_mb=_free_ram(H.c.used_memory_mb
+                free_memory_mb=scheduling.free_ram(H.c.used_memory_mb
                                          - alloc.memory_mb)))
         return len(freed)
 
