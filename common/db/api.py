@@ -80,6 +80,17 @@ def _binds(vcpus, memory_mb, disk_gb, ratios):
             'b_disk_ratio': float(disk_ratio)}
 
 
+def _search(vcpus, memory_mb, disk_gb, ratios, alive_since, pack, limit,
+            only, exclude, reserved):
+    """The bound values and the shape of a scheduler's search."""
+    values = dict(_binds(vcpus, memory_mb, disk_gb, ratios),
+                  b_alive_since=alive_since, b_only=only,
+                  b_exclude=list(exclude), b_free_above=memory_mb - 1)
+    shape = {'pack': pack, 'only': only is not None, 'exclude': bool(exclude),
+             'limit': limit, 'reserved': reserved}
+    return values, shape
+
+
 def _one(conn, query):
     row = conn.execute(query).first()
     return dict(row._mapping) if row is not None else None
@@ -614,22 +625,35 @@ class StateDB(accounting.AccountingMixin):
         since) the weigher is computed for every host and sorted: slower,
         same answer.
         """
-        values = _binds(vcpus, memory_mb, disk_gb, ratios)
-        values.update(b_alive_since=alive_since, b_only=only,
-                      b_exclude=list(exclude), b_free_above=memory_mb - 1)
-        shape = {'pack': pack, 'only': only is not None,
-                 'exclude': bool(exclude), 'limit': limit,
-                 'reserved': reserved}
+        values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
+                                alive_since, pack, limit, only, exclude,
+                                reserved)
+        return self.db.transaction(
+            lambda conn: scheduling.find(conn, values, **shape),
+            readonly=True)
+
+    def find_and_allocate(self, ctx, instance_uuid, *, vcpus, memory_mb,
+                          disk_gb, ratios, alive_since, pack=False, limit=10,
+                          only=None, exclude=(), reserved=None,
+                          purpose='instance', flavor_name=None,
+                          reservation_id=None):
+        """:meth:`find_hosts`, then :meth:`allocate` on the first of them
+        that still has room, in one transaction; the host's name, or None
+        when none had room."""
+        values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
+                                alive_since, pack, limit, only, exclude,
+                                reserved)
+        take = scheduling.take_query(reserved=reserved)
 
         def txn(conn):
-            # Stamped: the stored weigher is the exact one; walk the index
-            # (ram_ratio, free_memory_mb, name) from the hosts with room
-            # for the flavor (``free_above`` is loose by one MiB against
-            # rounding; the exact filter is there too).
-            fast = scheduling.stamped_with(conn, values['b_ram_ratio'])
-            query = scheduling.find_query(fast=fast, **shape)
-            return [dict(r._mapping) for r in conn.execute(query, values)]
-        return self.db.transaction(txn, readonly=True)
+            for host in scheduling.find(conn, values, **shape):
+                name = host['name']
+                if self._allocate(conn, ctx, instance_uuid, take,
+                                  dict(values, b_host=name), purpose,
+                                  flavor_name, reservation_id):
+                    return name
+            return None
+        return self.db.transaction(txn)
 
     def count_hosts(self, *, alive_since):
         """(all, disabled, down) host counts, to explain a NoValidHost."""
@@ -668,26 +692,33 @@ class StateDB(accounting.AccountingMixin):
         values = dict(_binds(vcpus, memory_mb, disk_gb, ratios), b_host=host)
 
         def txn(conn):
-            res = conn.execute(take, values)
-            if res.rowcount != 1:
+            if not self._allocate(conn, ctx, instance_uuid, take, values,
+                                  purpose, flavor_name, reservation_id):
                 raise exception.HostCapacityExceeded(
                     host=host, vcpus=vcpus, memory_mb=memory_mb,
                     disk_gb=disk_gb)
-            now = self.clock()
-            res = conn.execute(scheduling.PLACE[purpose == 'instance'], {
-                'b_uuid': instance_uuid, 'b_task_id': ctx.task_id,
-                'b_now': now, 'b_host': host})
-            if res.rowcount != 1:
-                self._preempted(conn, instance_uuid, ctx.task_id)
-            conn.execute(scheduling.RECORD, {
-                'instance_uuid': instance_uuid, 'host': host,
-                'purpose': purpose, 'flavor_name': flavor_name,
-                'vcpus': vcpus, 'memory_mb': memory_mb, 'disk_gb': disk_gb,
-                'created_at': now})
-            if reservation_id is not None:
-                lease_hosts.record_instance(conn, reservation_id,
-                                            instance_uuid, self.clock())
         self.db.transaction(txn)
+
+    def _allocate(self, conn, ctx, instance_uuid, take, values, purpose,
+                  flavor_name, reservation_id):
+        """False if the host (``b_host``) has no room left; else took it."""
+        if conn.execute(take, values).rowcount != 1:
+            return False
+        now = self.clock()
+        res = conn.execute(scheduling.PLACE[purpose == 'instance'], {
+            'b_uuid': instance_uuid, 'b_task_id': ctx.task_id, 'b_now': now,
+            'b_host': values['b_host']})
+        if res.rowcount != 1:
+            self._preempted(conn, instance_uuid, ctx.task_id)
+        conn.execute(scheduling.RECORD, {
+            'instance_uuid': instance_uuid, 'host': values['b_host'],
+            'purpose': purpose, 'flavor_name': flavor_name,
+            'vcpus': values['b_vcpus'], 'memory_mb': values['b_memory_mb'],
+            'disk_gb': values['b_disk_gb'], 'created_at': now})
+        if reservation_id is not None:
+            lease_hosts.record_instance(conn, reservation_id, instance_uuid,
+                                        now)
+        return True
 
     def free_allocations(self, ctx, instance_uuid, *, host=None,
                          purpose=None):

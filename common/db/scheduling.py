@@ -96,6 +96,17 @@ def find_query(*, pack, fast, only, exclude, limit, reserved):
     return _cached(key, reserved, build)
 
 
+def find(conn, values, **shape):
+    """The hosts of :func:`find_query`, as dicts. When every host is
+    stamped with the asked RAM ratio the stored weigher is the exact one:
+    the index is walked from the hosts with room for the flavor
+    (``free_above`` is loose by one MiB against rounding; the exact filter
+    is there too); otherwise the weigher is computed for every host."""
+    fast = stamped_with(conn, values['b_ram_ratio'])
+    query = find_query(fast=fast, **shape)
+    return [dict(r._mapping) for r in conn.execute(query, values)]
+
+
 def take_query(*, reserved):
     """Take the resources on one host if it still has room. Binds: host,
     vcpus, memory_mb, disk_gb, the three ratios (all ``b_`` + name)."""

@@ -8,6 +8,7 @@ import datetime
 
 import pytest
 
+from common import exception
 from common.db import checks
 from common.db import lease_hosts
 
@@ -142,3 +143,37 @@ def test_the_lease_filter_applies(statedb, instances):
     _fleet(statedb, instances, ram_ratio=1.0)
     assert _find(statedb, reserved=lease_hosts.H.c.name != 'b') == [
         'e', 'd', 'a', 'c']
+
+
+def _place(statedb, instances, **kw):
+    uuid, task = instances.create()
+    kw.setdefault('alive_since', LONG_AGO)
+    kw.setdefault('ratios', (4.0, 1.0, 1.0))
+    return uuid, statedb.find_and_allocate(task, uuid, **TINY, **kw)
+
+
+def test_find_and_allocate_takes_the_best_host(statedb, clock, instances):
+    _fleet(statedb, instances, ram_ratio=1.0)
+    uuid, host = _place(statedb, instances)
+    assert host == 'b'
+    assert statedb.get_instance(uuid)['host'] == 'b'
+    assert [a['host'] for a in statedb.list_allocations(
+        instance_uuid=uuid)] == ['b']
+    assert _place(statedb, instances, pack=True)[1] == 'c'
+    _clean(statedb, clock)
+
+
+def test_find_and_allocate_without_room_takes_nothing(statedb, ctx,
+                                                      instances):
+    _fleet(statedb, instances, ram_ratio=1.0)
+    before = statedb.list_hosts()
+    uuid, host = _place(statedb, instances, only='nowhere')
+    assert host is None
+    assert statedb.list_allocations(instance_uuid=uuid) == []
+    # a task preempted meanwhile: nothing taken either
+    uuid, task = instances.create()
+    statedb.hard_delete(ctx, uuid)
+    with pytest.raises(exception.TaskPreempted):
+        statedb.find_and_allocate(task, uuid, ratios=(4.0, 1.0, 1.0),
+                                  alive_since=LONG_AGO, **TINY)
+    assert statedb.list_hosts() == before
