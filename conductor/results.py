@@ -158,7 +158,8 @@ class Results:
         self.db.host_heartbeat(host, vcpus=capacity['vcpus'],
                                memory_mb=capacity['memory_mb'],
                                disk_gb=capacity['disk_gb'],
-                               agent_started_at=started)
+                               agent_started_at=started,
+                               ram_ratio=self.conf.scheduler.ram_allocation_ratio)
         self.db.service_heartbeat(binary=services.AGENT, host=host,
                                   version=version, started_at=started)
         if lost_tasks:

@@ -38,6 +38,7 @@ from common.db import lease_hosts
 from common.db import models
 from common.db import power as power_db
 from common.db import quotas
+from common.db import scheduling
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
@@ -71,6 +72,25 @@ def new_uuid():
 
 def _host_guard(host):
     return () if host is None else (I.c.host == host,)
+
+
+def _binds(vcpus, memory_mb, disk_gb, ratios):
+    """The values :mod:`common.db.scheduling`'s statements bind."""
+    cpu_ratio, ram_ratio, disk_ratio = ratios
+    return {'b_vcpus': vcpus, 'b_memory_mb': memory_mb, 'b_disk_gb': disk_gb,
+            'b_cpu_ratio': float(cpu_ratio), 'b_ram_ratio': float(ram_ratio),
+            'b_disk_ratio': float(disk_ratio)}
+
+
+def _search(vcpus, memory_mb, disk_gb, ratios, alive_since, pack, limit,
+            only, exclude, reserved):
+    """The bound values and the shape of a scheduler's search."""
+    values = dict(_binds(vcpus, memory_mb, disk_gb, ratios),
+                  b_alive_since=alive_since, b_only=only,
+                  b_exclude=list(exclude), b_free_above=memory_mb - 1)
+    shape = {'pack': pack, 'only': only is not None, 'exclude': bool(exclude),
+             'limit': limit, 'reserved': reserved}
+    return values, shape
 
 
 def _one(conn, query):
@@ -545,23 +565,38 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin):
     # --- hosts and allocations --------------------------------------------------
 
     def host_heartbeat(self, host, *, vcpus, memory_mb, disk_gb,
-                       agent_started_at=None):
-        """Record an agent's heartbeat and capacity, creating the host."""
+                       agent_started_at=None, ram_ratio=None):
+        """Record an agent's heartbeat and capacity, creating the host.
+
+        ``ram_ratio``: the recording conductor's [scheduler]
+        ram_allocation_ratio, which the stored weigher (``free_memory_mb``)
+        is computed with from then on (None: keep the host's, 1 for a new
+        host).
+        """
         now = self.clock()
         values = {'vcpus': vcpus, 'memory_mb': memory_mb, 'disk_gb': disk_gb,
                   'last_heartbeat': now, 'updated_at': now}
         if agent_started_at is not None:
             values['agent_started_at'] = agent_started_at
+        if ram_ratio is not None:
+            values['ram_ratio'] = float(ram_ratio)
 
         def txn(conn):
             before = _one(conn, sa.select(H).where(H.c.name == host))
             if before is None:
+                values.setdefault('ram_ratio', 1.0)
                 conn.execute(sa.insert(H).values(
                     name=host, used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
-                    enabled=True, created_at=now, **values))
+                    free_memory_mb=0, enabled=True, created_at=now, **values))
             else:
                 conn.execute(sa.update(H).where(H.c.name == host)
                              .values(**values))
+            if before is None or any(before[k] != values[k] for k in (
+                    'memory_mb', 'ram_ratio') if k in values):
+                # From the stored columns, as every other writer does, so
+                # that the value is the same to the last bit.
+                conn.execute(sa.update(H).where(H.c.name == host).values(
+                    free_memory_mb=scheduling.free_ram(H.c.used_memory_mb)))
             return before
         return self.db.transaction(txn)
 
@@ -580,31 +615,53 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin):
             readonly=True)
 
     def find_hosts(self, *, vcpus, memory_mb, disk_gb, ratios, alive_since,
-                   pack=False, limit=10, exclude=(), reserved=None):
+                   pack=False, limit=10, only=None, exclude=(),
+                   reserved=None):
         """Hosts that pass the scheduler's filters, best first.
 
         Filters: enabled; heartbeat since ``alive_since``; room for the
-        resources under the allocation ratios; ``reserved``, the lease
-        filter (:func:`common.db.lease_hosts.placement`), if given. Weigher:
-        most free RAM first (spread), or least (``pack``). Done in SQL, so
-        that thousands of hosts cost one indexed query.
+        resources under the allocation ratios; ``only`` (one host) and
+        ``exclude``; ``reserved``, the lease filter
+        (:func:`common.db.lease_hosts.placement`), if given. Weigher: most
+        free RAM under ``ram_ratio`` first (spread), or least (``pack``),
+        ties by name.
+
+        When every host's stored weigher was computed with this RAM ratio
+        (the usual case: heartbeats stamp the conductors' ratio), an index
+        gives the hosts in order and only the first few that pass are read.
+        Otherwise (a ratio changed and some hosts have not heartbeated
+        since) the weigher is computed for every host and sorted: slower,
+        same answer.
         """
-        cpu_ratio, ram_ratio, disk_ratio = ratios
-        free_ram = H.c.memory_mb * ram_ratio - H.c.used_memory_mb
-        query = sa.select(H).where(
-            H.c.enabled.is_(True), H.c.last_heartbeat >= alive_since,
-            H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
-            H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
-            H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio,
-        ).order_by(free_ram.asc() if pack else free_ram.desc(), H.c.name
-                   ).limit(limit)
-        if exclude:
-            query = query.where(H.c.name.not_in(list(exclude)))
-        if reserved is not None:
-            query = query.where(reserved)
+        values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
+                                alive_since, pack, limit, only, exclude,
+                                reserved)
         return self.db.transaction(
-            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
+            lambda conn: scheduling.find(conn, values, **shape),
             readonly=True)
+
+    def find_and_allocate(self, ctx, instance_uuid, *, vcpus, memory_mb,
+                          disk_gb, ratios, alive_since, pack=False, limit=10,
+                          only=None, exclude=(), reserved=None,
+                          purpose='instance', flavor_name=None,
+                          reservation_id=None):
+        """:meth:`find_hosts`, then :meth:`allocate` on the first of them
+        that still has room, in one transaction; the host's name, or None
+        when none had room."""
+        values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
+                                alive_since, pack, limit, only, exclude,
+                                reserved)
+        take = scheduling.take_query(reserved=reserved)
+
+        def txn(conn):
+            for host in scheduling.find(conn, values, **shape):
+                name = host['name']
+                if self._allocate(conn, ctx, instance_uuid, take,
+                                  dict(values, b_host=name), purpose,
+                                  flavor_name, reservation_id):
+                    return name
+            return None
+        return self.db.transaction(txn)
 
     def count_hosts(self, *, alive_since):
         """(all, disabled, down) host counts, to explain a NoValidHost."""
@@ -639,39 +696,37 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin):
         with ``reservation_id``, the instance recorded as the
         reservation's (its lease's on_end applies to it).
         """
-        cpu_ratio, ram_ratio, disk_ratio = ratios
-        room = [H.c.name == host, H.c.enabled.is_(True),
-                H.c.used_vcpus + vcpus <= H.c.vcpus * cpu_ratio,
-                H.c.used_memory_mb + memory_mb <= H.c.memory_mb * ram_ratio,
-                H.c.used_disk_gb + disk_gb <= H.c.disk_gb * disk_ratio]
-        if reserved is not None:
-            room.append(reserved)
+        take = scheduling.take_query(reserved=reserved)
+        values = dict(_binds(vcpus, memory_mb, disk_gb, ratios), b_host=host)
 
         def txn(conn):
-            res = conn.execute(sa.update(H).where(*room).values(
-                used_vcpus=H.c.used_vcpus + vcpus,
-                used_memory_mb=H.c.used_memory_mb + memory_mb,
-                used_disk_gb=H.c.used_disk_gb + disk_gb))
-            if res.rowcount != 1:
+            if not self._allocate(conn, ctx, instance_uuid, take, values,
+                                  purpose, flavor_name, reservation_id):
                 raise exception.HostCapacityExceeded(
                     host=host, vcpus=vcpus, memory_mb=memory_mb,
                     disk_gb=disk_gb)
-            placed = {'updated_at': self.clock()}
-            if purpose == 'instance':
-                placed['host'] = host
-            res = conn.execute(sa.update(I).where(
-                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id)
-                .values(**placed))
-            if res.rowcount != 1:
-                self._preempted(conn, instance_uuid, ctx.task_id)
-            conn.execute(sa.insert(A).values(
-                instance_uuid=instance_uuid, host=host, purpose=purpose,
-                flavor_name=flavor_name, vcpus=vcpus, memory_mb=memory_mb,
-                disk_gb=disk_gb, created_at=self.clock()))
-            if reservation_id is not None:
-                lease_hosts.record_instance(conn, reservation_id,
-                                            instance_uuid, self.clock())
         self.db.transaction(txn)
+
+    def _allocate(self, conn, ctx, instance_uuid, take, values, purpose,
+                  flavor_name, reservation_id):
+        """False if the host (``b_host``) has no room left; else took it."""
+        if conn.execute(take, values).rowcount != 1:
+            return False
+        now = self.clock()
+        res = conn.execute(scheduling.PLACE[purpose == 'instance'], {
+            'b_uuid': instance_uuid, 'b_task_id': ctx.task_id, 'b_now': now,
+            'b_host': values['b_host']})
+        if res.rowcount != 1:
+            self._preempted(conn, instance_uuid, ctx.task_id)
+        conn.execute(scheduling.RECORD, {
+            'instance_uuid': instance_uuid, 'host': values['b_host'],
+            'purpose': purpose, 'flavor_name': flavor_name,
+            'vcpus': values['b_vcpus'], 'memory_mb': values['b_memory_mb'],
+            'disk_gb': values['b_disk_gb'], 'created_at': now})
+        if reservation_id is not None:
+            lease_hosts.record_instance(conn, reservation_id, instance_uuid,
+                                        now)
+        return True
 
     def free_allocations(self, ctx, instance_uuid, *, host=None,
                          purpose=None):
@@ -698,7 +753,9 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin):
             conn.execute(sa.update(H).where(H.c.name == alloc.host).values(
                 used_vcpus=H.c.used_vcpus - alloc.vcpus,
                 used_memory_mb=H.c.used_memory_mb - alloc.memory_mb,
-                used_disk_gb=H.c.used_disk_gb - alloc.disk_gb))
+                used_disk_gb=H.c.used_disk_gb - alloc.disk_gb,
+                free_memory_mb=scheduling.free_ram(H.c.used_memory_mb
+                                         - alloc.memory_mb)))
         return len(freed)
 
     def list_allocations(self, *, instance_uuid=None, host=None):

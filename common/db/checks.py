@@ -16,7 +16,9 @@ What is checked, and where the rule comes from:
   every other entry ended, with a known result, an end time and the
   vm_state it left.
 * hosts: each host's ``used_*`` is the sum of the allocations on it; no
-  host is over its capacity under the scheduler's allocation ratios.
+  host is over its capacity under the scheduler's allocation ratios; the
+  scheduler's stored weigher ``free_memory_mb`` is ``memory_mb x ram_ratio
+  - used_memory_mb``.
 * instances: a HARD_DELETED one holds no allocation; an idle one holds its
   own allocation on its own host only, a resize's only while RESIZED (or
   ERROR after a failed confirm or revert), a migration's never; every
@@ -235,6 +237,17 @@ def check_hosts(snap, limits):
             if used > host[key] * ratio:
                 yield _host(host, 'used_%s %d is over its capacity %d x %g'
                             % (key, used, host[key], ratio))
+        yield from _check_free_ram(host)
+
+
+def _check_free_ram(host):
+    expected = host['memory_mb'] * host['ram_ratio'] - host['used_memory_mb']
+    # Written by the database from the same columns: equal but for rounding.
+    if abs(host['free_memory_mb'] - expected) > 1e-6:
+        yield _host(host, 'free_memory_mb is %g but memory_mb %d x ram_ratio '
+                    '%g - used_memory_mb %d is %g' % (
+                        host['free_memory_mb'], host['memory_mb'],
+                        host['ram_ratio'], host['used_memory_mb'], expected))
 
 
 def check_instances(snap, limits):

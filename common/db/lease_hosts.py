@@ -225,10 +225,15 @@ def _held_now():
         R.c.status == rules.reservation.ACTIVE)
 
 
+# The filter of every request that names no reservation: one object, so that
+# the statements built on it can be built once (common/db/api.py).
+NOT_HELD = H.c.name.not_in(_held_now())
+
+
 def placement(reservation_id, project_id):
     """The lease filter: an SQL condition on ``hosts.name``."""
     if reservation_id is None:
-        return H.c.name.not_in(_held_now())
+        return NOT_HELD
     mine = sa.select(RH.c.host).select_from(
         RH.join(R, R.c.id == RH.c.reservation_id).join(
             L, L.c.id == R.c.lease_id)).where(

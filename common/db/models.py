@@ -10,7 +10,9 @@ import datetime
 from sqlalchemy import BigInteger
 from sqlalchemy import Boolean
 from sqlalchemy import DateTime
+from sqlalchemy import Float
 from sqlalchemy import ForeignKey
+from sqlalchemy import Index
 from sqlalchemy import Integer
 from sqlalchemy import MetaData
 from sqlalchemy import String
@@ -94,6 +96,13 @@ class Host(Base):
     used_vcpus: Mapped[int] = mapped_column(Integer, default=0)
     used_memory_mb: Mapped[int] = mapped_column(Integer, default=0)
     used_disk_gb: Mapped[int] = mapped_column(Integer, default=0)
+    # The scheduler's weigher, stored so that an index orders the hosts:
+    # ``memory_mb * ram_ratio - used_memory_mb``, set by every statement that
+    # changes one of those (``tristate-manage check`` verifies it).
+    # ``ram_ratio`` is the [scheduler] ram_allocation_ratio of the conductor
+    # that recorded the last heartbeat (1 until one did).
+    ram_ratio: Mapped[float] = mapped_column(Float, server_default='1')
+    free_memory_mb: Mapped[float] = mapped_column(Float, server_default='0')
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     disabled_reason: Mapped[str | None] = mapped_column(_name)
     last_heartbeat: Mapped[datetime.datetime | None] = mapped_column(DateTime)
@@ -101,6 +110,13 @@ class Host(Base):
     agent_started_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
     updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+    # The scheduler's two orders (spread: most free first; pack: least),
+    # ties by name: reading the first hosts of one is reading the best.
+    __table_args__ = (
+        Index('ix_hosts_spread', 'ram_ratio', free_memory_mb.desc(), 'name'),
+        Index('ix_hosts_pack', 'ram_ratio', 'free_memory_mb', 'name'),
+    )
 
 
 class Allocation(Base):

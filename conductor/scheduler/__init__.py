@@ -2,11 +2,13 @@
 
 Filters (host enabled, heartbeat within ``service_down_time``, room for the
 flavor under the allocation ratios) and the weigher (spread by free RAM, or
-pack) run as one SQL query (:meth:`common.db.api.StateDB.find_hosts`). The
+pack) run as one SQL query on an index of the stored weigher, and the
 allocation is a conditional UPDATE that fails when the host filled up
 meanwhile; the next host is then tried, so concurrent conductors never
-over-commit. No host left: :class:`~common.exception.NoValidHost` with the
-reason, and ``select_destinations.error``.
+over-commit. Both run in one transaction
+(:meth:`common.db.api.StateDB.find_and_allocate`). No host left:
+:class:`~common.exception.NoValidHost` with the reason, and
+``select_destinations.error``.
 
 Leases (:func:`common.db.lease_hosts.placement`): a request that names no
 reservation never lands on a host an active reservation holds; one that
@@ -55,29 +57,22 @@ class Scheduler:
                     if leases else None)
         self.notifier.info(task_ctx, 'select_destinations.start',
                            'RequestSpecPayload', request)
-        candidates = self.db.find_hosts(
-            vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
-            disk_gb=flavor.disk_gb, ratios=self.ratios,
-            alive_since=self.alive_since(),
+        # Pick and allocate in one transaction: the first of the best
+        # hosts whose conditional UPDATE still finds room (another
+        # conductor, or a lease that started, may have taken it).
+        host = self.db.find_and_allocate(
+            task_ctx, instance_uuid, vcpus=flavor.vcpus,
+            memory_mb=flavor.memory_mb, disk_gb=flavor.disk_gb,
+            ratios=self.ratios, alive_since=self.alive_since(),
             pack=self.conf.scheduler.weigher == 'pack',
-            limit=self.conf.scheduler.max_attempts, exclude=exclude,
-            reserved=reserved)
-        if only is not None:
-            candidates = [h for h in candidates if h['name'] == only]
-        for host in candidates:
-            try:
-                self.db.allocate(
-                    task_ctx, instance_uuid, host['name'], vcpus=flavor.vcpus,
-                    memory_mb=flavor.memory_mb, disk_gb=flavor.disk_gb,
-                    ratios=self.ratios, purpose=purpose,
-                    flavor_name=flavor.name, reserved=reserved,
-                    reservation_id=reservation_id if leases else None)
-            except exception.HostCapacityExceeded:
-                continue    # another conductor took the room, or a lease
+            limit=self.conf.scheduler.max_attempts, only=only,
+            exclude=exclude, reserved=reserved, purpose=purpose,
+            flavor_name=flavor.name,
+            reservation_id=reservation_id if leases else None)
+        if host is not None:
             self.notifier.info(task_ctx, 'select_destinations.end',
-                               'RequestSpecPayload',
-                               dict(request, host=host['name']))
-            return host['name']
+                               'RequestSpecPayload', dict(request, host=host))
+            return host
         reason = self._explain(flavor, only)
         if leases:
             reason += self._explain_leases(task_ctx, reservation_id)

@@ -126,10 +126,21 @@ def test_an_ended_task_without_its_result(statedb, clock, instances):
 def test_usage_that_is_not_the_sum_of_allocations(statedb, clock, instances):
     instances.active()
     _update(statedb, H, H.c.name == instances.host,
-            used_memory_mb=H.c.used_memory_mb + 1)
+            used_memory_mb=H.c.used_memory_mb + 1,
+            free_memory_mb=H.c.free_memory_mb - 1)
     _only(_violations(statedb, clock), 'host %s' % instances.host,
           'used_memory_mb is %d' % (instances.flavor['memory_mb'] + 1),
           'sum to %d' % instances.flavor['memory_mb'])
+
+
+def test_a_stored_weigher_that_is_not_the_free_ram(statedb, clock,
+                                                   instances):
+    instances.active()
+    _update(statedb, H, H.c.name == instances.host,
+            free_memory_mb=H.c.free_memory_mb + 1)
+    _only(_violations(statedb, clock), 'host %s' % instances.host,
+          'free_memory_mb is', 'ram_ratio 1 - used_memory_mb %d'
+          % instances.flavor['memory_mb'])
 
 
 def test_a_host_over_capacity(statedb, clock, instances):

@@ -67,3 +67,29 @@ def test_0003_counts_the_instances_that_exist(tmp_path):
             == ['a']
     finally:
         database.dispose()
+
+
+def test_0004_fills_in_the_free_ram_of_existing_hosts(tmp_path):
+    """Hosts made before the stored weigher existed get theirs from their
+    usage, with ratio 1 until a heartbeat stamps the conductor's."""
+    database = engine.Database('sqlite:///%s' % (tmp_path / 'old.sqlite'))
+    try:
+        migration.upgrade(database, '0003')
+        table = sa.table('hosts', *[sa.column(c) for c in (
+            'name', 'vcpus', 'memory_mb', 'disk_gb', 'used_vcpus',
+            'used_memory_mb', 'used_disk_gb', 'enabled', 'created_at',
+            'updated_at')])
+        now = api.utcnow()
+        with database.engine.begin() as conn:
+            for name, used in (('a', 0), ('b', 1536)):
+                conn.execute(sa.insert(table).values(
+                    name=name, vcpus=8, memory_mb=4096, disk_gb=100,
+                    used_vcpus=0, used_memory_mb=used, used_disk_gb=0,
+                    enabled=True, created_at=now, updated_at=now))
+        migration.upgrade(database)
+        statedb = api.StateDB(database)
+        assert [(h['name'], h['ram_ratio'], h['free_memory_mb'])
+                for h in statedb.list_hosts()] == [('a', 1.0, 4096.0),
+                                                   ('b', 1.0, 2560.0)]
+    finally:
+        database.dispose()

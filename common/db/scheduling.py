@@ -1,0 +1,136 @@
+"""The scheduler's statements (:meth:`common.db.api.StateDB.find_hosts` and
+:meth:`~common.db.api.StateDB.allocate`), built once and run with bound
+values.
+
+A scheduler decision is a few cheap statements; building them anew each
+time (SQLAlchemy's expressions and their cache keys) cost more than the
+database's work. Each shape of statement (spread or pack, index or not,
+with ``only``, ``exclude``, a lease filter) is built on first use and kept.
+A lease filter is kept only when it is :data:`common.db.lease_hosts.NOT_HELD`
+(every request that names no reservation); one naming a reservation carries
+its values and is built each time.
+
+The weigher, ``memory_mb x ram_ratio - used_memory_mb``, is stored in
+``hosts.free_memory_mb`` by every statement that changes one of its terms
+(:func:`free_ram`), so that an index (``ix_hosts_spread``,
+``ix_hosts_pack``) gives the hosts best first.
+"""
+
+import sqlalchemy as sa
+
+from common.db import lease_hosts
+from common.db import models
+
+H = models.Host.__table__
+I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
+A = models.Allocation.__table__
+
+_CACHE = {}
+
+
+def free_ram(used):
+    """``hosts.free_memory_mb`` once ``used_memory_mb`` is ``used``: in an
+    UPDATE every column on the right is read before any is written."""
+    return H.c.memory_mb * H.c.ram_ratio - used
+
+
+STAMPED = sa.select(
+    sa.select(sa.func.min(H.c.ram_ratio)).scalar_subquery(),
+    sa.select(sa.func.max(H.c.ram_ratio)).scalar_subquery())
+
+
+def stamped_with(conn, ratio):
+    """True if every host's free_memory_mb is computed with ``ratio`` (or
+    there is no host): two index lookups."""
+    low, high = conn.execute(STAMPED).one()
+    return low is None or low == high == ratio
+
+
+def _p(name, type_=None):
+    """A bound value, named apart from every column (``b_`` + name)."""
+    return sa.bindparam('b_' + name, type_=type_)
+
+
+def _room():
+    """The filters on capacity, with the resources and ratios bound."""
+    ratio = sa.Float()
+    return [H.c.enabled.is_(True),
+            H.c.used_vcpus + _p('vcpus') <= H.c.vcpus * _p('cpu_ratio', ratio),
+            H.c.used_memory_mb + _p('memory_mb')
+            <= H.c.memory_mb * _p('ram_ratio', ratio),
+            H.c.used_disk_gb + _p('disk_gb')
+            <= H.c.disk_gb * _p('disk_ratio', ratio)]
+
+
+def _cached(key, reserved, build):
+    if reserved is not None and reserved is not lease_hosts.NOT_HELD:
+        return build()
+    if key not in _CACHE:
+        _CACHE[key] = build()
+    return _CACHE[key]
+
+
+def find_query(*, pack, fast, only, exclude, limit, reserved):
+    """Hosts with room, best first. Binds (``b_`` + name): vcpus,
+    memory_mb, disk_gb, the three ratios, alive_since, free_above (fast),
+    only, exclude."""
+    def build():
+        where = _room() + [H.c.last_heartbeat >= _p('alive_since')]
+        if fast:
+            weigher = H.c.free_memory_mb
+            where += [H.c.ram_ratio == _p('ram_ratio', sa.Float()),
+                      H.c.free_memory_mb > _p('free_above', sa.Float())]
+        else:
+            weigher = (H.c.memory_mb * _p('ram_ratio', sa.Float())
+                       - H.c.used_memory_mb)
+        if only:
+            where.append(H.c.name == _p('only'))
+        if exclude:
+            where.append(H.c.name.not_in(sa.bindparam('b_exclude',
+                                                      expanding=True)))
+        if reserved is not None:
+            where.append(reserved)
+        return sa.select(H).where(*where).order_by(
+            weigher.asc() if pack else weigher.desc(), H.c.name).limit(limit)
+    key = ('find', pack, fast, only, exclude, limit, reserved is not None)
+    return _cached(key, reserved, build)
+
+
+def find(conn, values, **shape):
+    """The hosts of :func:`find_query`, as dicts. When every host is
+    stamped with the asked RAM ratio the stored weigher is the exact one:
+    the index is walked from the hosts with room for the flavor
+    (``free_above`` is loose by one MiB against rounding; the exact filter
+    is there too); otherwise the weigher is computed for every host."""
+    fast = stamped_with(conn, values['b_ram_ratio'])
+    query = find_query(fast=fast, **shape)
+    return [dict(r._mapping) for r in conn.execute(query, values)]
+
+
+def take_query(*, reserved):
+    """Take the resources on one host if it still has room. Binds: host,
+    vcpus, memory_mb, disk_gb, the three ratios (all ``b_`` + name)."""
+    def build():
+        where = _room() + [H.c.name == _p('host')]
+        if reserved is not None:
+            where.append(reserved)
+        return sa.update(H).where(*where).values(
+            used_vcpus=H.c.used_vcpus + _p('vcpus'),
+            used_memory_mb=H.c.used_memory_mb + _p('memory_mb'),
+            used_disk_gb=H.c.used_disk_gb + _p('disk_gb'),
+            free_memory_mb=free_ram(H.c.used_memory_mb + _p('memory_mb')))
+    return _cached(('take', reserved is not None), reserved, build)
+
+
+def _place(host):
+    values = {'updated_at': _p('now')}
+    if host:
+        values['host'] = _p('host')
+    return sa.update(I).where(I.c.uuid == _p('uuid'),
+                              I.c.task_id == _p('task_id')).values(**values)
+
+
+# The instance placed by its task (a build's or migration's: its host too),
+# and the allocation recorded, in allocate's transaction.
+PLACE = {True: _place(True), False: _place(False)}
+RECORD = sa.insert(A)
