@@ -34,16 +34,14 @@ from common import actions
 from common import exception
 from common import states
 from common.db import accounting
-from common.db import lease_hosts
+from common.db import hosts as hosts_db
 from common.db import models
 from common.db import power as power_db
 from common.db import quotas
-from common.db import scheduling
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
-H = models.Host.__table__
-A = models.Allocation.__table__
+A = hosts_db.A
 LOGT = models.InstanceAction.__table__
 
 TABLE = actions.TABLE
@@ -66,6 +64,9 @@ def utcnow():
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
+_one = hosts_db.one
+
+
 def new_uuid():
     return str(uuidlib.uuid4())
 
@@ -74,31 +75,8 @@ def _host_guard(host):
     return () if host is None else (I.c.host == host,)
 
 
-def _binds(vcpus, memory_mb, disk_gb, ratios):
-    """The values :mod:`common.db.scheduling`'s statements bind."""
-    cpu_ratio, ram_ratio, disk_ratio = ratios
-    return {'b_vcpus': vcpus, 'b_memory_mb': memory_mb, 'b_disk_gb': disk_gb,
-            'b_cpu_ratio': float(cpu_ratio), 'b_ram_ratio': float(ram_ratio),
-            'b_disk_ratio': float(disk_ratio)}
-
-
-def _search(vcpus, memory_mb, disk_gb, ratios, alive_since, pack, limit,
-            only, exclude, reserved):
-    """The bound values and the shape of a scheduler's search."""
-    values = dict(_binds(vcpus, memory_mb, disk_gb, ratios),
-                  b_alive_since=alive_since, b_only=only,
-                  b_exclude=list(exclude), b_free_above=memory_mb - 1)
-    shape = {'pack': pack, 'only': only is not None, 'exclude': bool(exclude),
-             'limit': limit, 'reserved': reserved}
-    return values, shape
-
-
-def _one(conn, query):
-    row = conn.execute(query).first()
-    return dict(row._mapping) if row is not None else None
-
-
-class StateDB(accounting.AccountingMixin, power_db.PowerMixin):
+class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
+              hosts_db.HostsMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -561,212 +539,6 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin):
         return self.db.transaction(lambda conn: _one(conn, sa.update(I).where(
             I.c.uuid == instance_uuid, I.c.host == host,
             I.c.power_seq < power['seq']).values(**values).returning(*I.c)))
-
-    # --- hosts and allocations --------------------------------------------------
-
-    def host_heartbeat(self, host, *, vcpus, memory_mb, disk_gb,
-                       agent_started_at=None, ram_ratio=None):
-        """Record an agent's heartbeat and capacity, creating the host.
-
-        ``ram_ratio``: the recording conductor's [scheduler]
-        ram_allocation_ratio, which the stored weigher (``free_memory_mb``)
-        is computed with from then on (None: keep the host's, 1 for a new
-        host).
-        """
-        now = self.clock()
-        values = {'vcpus': vcpus, 'memory_mb': memory_mb, 'disk_gb': disk_gb,
-                  'last_heartbeat': now, 'updated_at': now}
-        if agent_started_at is not None:
-            values['agent_started_at'] = agent_started_at
-        if ram_ratio is not None:
-            values['ram_ratio'] = float(ram_ratio)
-
-        def txn(conn):
-            before = _one(conn, sa.select(H).where(H.c.name == host))
-            if before is None:
-                values.setdefault('ram_ratio', 1.0)
-                conn.execute(sa.insert(H).values(
-                    name=host, used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
-                    free_memory_mb=0, enabled=True, created_at=now, **values))
-            else:
-                conn.execute(sa.update(H).where(H.c.name == host)
-                             .values(**values))
-            if before is None or any(before[k] != values[k] for k in (
-                    'memory_mb', 'ram_ratio') if k in values):
-                # From the stored columns, as every other writer does, so
-                # that the value is the same to the last bit.
-                conn.execute(sa.update(H).where(H.c.name == host).values(
-                    free_memory_mb=scheduling.free_ram(H.c.used_memory_mb)))
-            return before
-        return self.db.transaction(txn)
-
-    def get_host(self, host):
-        def txn(conn):
-            found = _one(conn, sa.select(H).where(H.c.name == host))
-            if found is None:
-                raise exception.HostNotFound(host=host)
-            return found
-        return self.db.transaction(txn, readonly=True)
-
-    def list_hosts(self):
-        query = sa.select(H).order_by(H.c.name)
-        return self.db.transaction(
-            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
-            readonly=True)
-
-    def find_hosts(self, *, vcpus, memory_mb, disk_gb, ratios, alive_since,
-                   pack=False, limit=10, only=None, exclude=(),
-                   reserved=None):
-        """Hosts that pass the scheduler's filters, best first.
-
-        Filters: enabled; heartbeat since ``alive_since``; room for the
-        resources under the allocation ratios; ``only`` (one host) and
-        ``exclude``; ``reserved``, the lease filter
-        (:func:`common.db.lease_hosts.placement`), if given. Weigher: most
-        free RAM under ``ram_ratio`` first (spread), or least (``pack``),
-        ties by name.
-
-        When every host's stored weigher was computed with this RAM ratio
-        (the usual case: heartbeats stamp the conductors' ratio), an index
-        gives the hosts in order and only the first few that pass are read.
-        Otherwise (a ratio changed and some hosts have not heartbeated
-        since) the weigher is computed for every host and sorted: slower,
-        same answer.
-        """
-        values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
-                                alive_since, pack, limit, only, exclude,
-                                reserved)
-        return self.db.transaction(
-            lambda conn: scheduling.find(conn, values, **shape),
-            readonly=True)
-
-    def find_and_allocate(self, ctx, instance_uuid, *, vcpus, memory_mb,
-                          disk_gb, ratios, alive_since, pack=False, limit=10,
-                          only=None, exclude=(), reserved=None,
-                          purpose='instance', flavor_name=None,
-                          reservation_id=None):
-        """:meth:`find_hosts`, then :meth:`allocate` on the first of them
-        that still has room, in one transaction; the host's name, or None
-        when none had room."""
-        values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
-                                alive_since, pack, limit, only, exclude,
-                                reserved)
-        take = scheduling.take_query(reserved=reserved)
-
-        def txn(conn):
-            for host in scheduling.find(conn, values, **shape):
-                name = host['name']
-                if self._allocate(conn, ctx, instance_uuid, take,
-                                  dict(values, b_host=name), purpose,
-                                  flavor_name, reservation_id):
-                    return name
-            return None
-        return self.db.transaction(txn)
-
-    def count_hosts(self, *, alive_since):
-        """(all, disabled, down) host counts, to explain a NoValidHost."""
-        def txn(conn):
-            rows = conn.execute(sa.select(H.c.enabled, H.c.last_heartbeat)).all()
-            disabled = sum(1 for r in rows if not r.enabled)
-            down = sum(1 for r in rows if r.enabled and (
-                r.last_heartbeat is None or r.last_heartbeat < alive_since))
-            return len(rows), disabled, down
-        return self.db.transaction(txn, readonly=True)
-
-    def set_host_enabled(self, host, enabled, reason=None):
-        def txn(conn):
-            res = conn.execute(sa.update(H).where(H.c.name == host).values(
-                enabled=enabled, disabled_reason=None if enabled else reason,
-                updated_at=self.clock()))
-            if res.rowcount != 1:
-                raise exception.HostNotFound(host=host)
-        self.db.transaction(txn)
-
-    def allocate(self, ctx, instance_uuid, host, *, vcpus, memory_mb, disk_gb,
-                 ratios=(1.0, 1.0, 1.0), purpose='instance', flavor_name=None,
-                 reserved=None, reservation_id=None):
-        """Take resources on ``host`` for the task ``ctx.task_id``.
-
-        One conditional UPDATE that fails if the host no longer has room
-        under the allocation ratios (so concurrent conductors never
-        over-commit) or, with ``reserved`` (the lease filter of
-        :func:`common.db.lease_hosts.placement`), no longer passes it (a
-        lease that started since the host was chosen); the instance's
-        ``host`` set in the same transaction, guarded by the task_id, and,
-        with ``reservation_id``, the instance recorded as the
-        reservation's (its lease's on_end applies to it).
-        """
-        take = scheduling.take_query(reserved=reserved)
-        values = dict(_binds(vcpus, memory_mb, disk_gb, ratios), b_host=host)
-
-        def txn(conn):
-            if not self._allocate(conn, ctx, instance_uuid, take, values,
-                                  purpose, flavor_name, reservation_id):
-                raise exception.HostCapacityExceeded(
-                    host=host, vcpus=vcpus, memory_mb=memory_mb,
-                    disk_gb=disk_gb)
-        self.db.transaction(txn)
-
-    def _allocate(self, conn, ctx, instance_uuid, take, values, purpose,
-                  flavor_name, reservation_id):
-        """False if the host (``b_host``) has no room left; else took it."""
-        if conn.execute(take, values).rowcount != 1:
-            return False
-        now = self.clock()
-        res = conn.execute(scheduling.PLACE[purpose == 'instance'], {
-            'b_uuid': instance_uuid, 'b_task_id': ctx.task_id, 'b_now': now,
-            'b_host': values['b_host']})
-        if res.rowcount != 1:
-            self._preempted(conn, instance_uuid, ctx.task_id)
-        conn.execute(scheduling.RECORD, {
-            'instance_uuid': instance_uuid, 'host': values['b_host'],
-            'purpose': purpose, 'flavor_name': flavor_name,
-            'vcpus': values['b_vcpus'], 'memory_mb': values['b_memory_mb'],
-            'disk_gb': values['b_disk_gb'], 'created_at': now})
-        if reservation_id is not None:
-            lease_hosts.record_instance(conn, reservation_id, instance_uuid,
-                                        now)
-        return True
-
-    def free_allocations(self, ctx, instance_uuid, *, host=None,
-                         purpose=None):
-        """Give back what the task ``ctx.task_id`` holds (rolled back build,
-        confirmed or reverted resize, finished migration)."""
-        def txn(conn):
-            res = conn.execute(sa.select(I.c.uuid).where(
-                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id))
-            if res.first() is None:
-                self._preempted(conn, instance_uuid, ctx.task_id)
-            return self._free_allocations(conn, instance_uuid, host=host,
-                                          purpose=purpose)
-        return self.db.transaction(txn)
-
-    def _free_allocations(self, conn, instance_uuid, host=None, purpose=None):
-        query = sa.delete(A).where(A.c.instance_uuid == instance_uuid)
-        if host is not None:
-            query = query.where(A.c.host == host)
-        if purpose is not None:
-            query = query.where(A.c.purpose == purpose)
-        freed = conn.execute(query.returning(
-            A.c.host, A.c.vcpus, A.c.memory_mb, A.c.disk_gb)).all()
-        for alloc in freed:
-            conn.execute(sa.update(H).where(H.c.name == alloc.host).values(
-                used_vcpus=H.c.used_vcpus - alloc.vcpus,
-                used_memory_mb=H.c.used_memory_mb - alloc.memory_mb,
-                used_disk_gb=H.c.used_disk_gb - alloc.disk_gb,
-                free_memory_mb=scheduling.free_ram(H.c.used_memory_mb
-                                         - alloc.memory_mb)))
-        return len(freed)
-
-    def list_allocations(self, *, instance_uuid=None, host=None):
-        query = sa.select(A).order_by(A.c.id)
-        if instance_uuid is not None:
-            query = query.where(A.c.instance_uuid == instance_uuid)
-        if host is not None:
-            query = query.where(A.c.host == host)
-        return self.db.transaction(
-            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
-            readonly=True)
 
     # --- the action log ---------------------------------------------------------
 
