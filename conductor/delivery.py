@@ -111,8 +111,13 @@ class Delivery:
         """End a task that was claimed but never sent, once the database
         answers; tries with a capped backoff until the action's timeout,
         after which the reaper ends it."""
+        # The driver's text (it can name the database server) goes to the
+        # log only: the action log's message is shown to the project.
+        LOG.warning('Task %s (%s) on instance %s was not sent: %s; it is '
+                    'failed when the database answers again',
+                    task_ctx.task_id, action, instance_uuid, err)
         error = ('the database became unavailable before the task reached '
-                 'its agent: %s' % err)
+                 'its agent')
         threading.Thread(
             target=self._fail_when_back,
             args=(task_ctx, instance_uuid, error,

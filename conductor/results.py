@@ -106,7 +106,9 @@ class Results:
         # after a migration: that was the old host's word ("vanished"), the
         # new host's next report decides.
         if action != 'live_migrate':
-            self.reconciler.consider(after)
+            # Read again, not ``after``: a power report stored while the
+            # task ran may have committed after the finish read the row.
+            self.reconciler.consider(self.db.get_instance(instance_uuid))
         return after
 
     def _values_on_success(self, inst, action, values):

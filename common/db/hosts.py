@@ -72,12 +72,14 @@ class HostsMixin:
             else:
                 conn.execute(sa.update(H).where(H.c.name == host)
                              .values(**values))
-            if before is None or any(before[k] != values[k] for k in (
-                    'memory_mb', 'ram_ratio') if k in values):
-                # From the stored columns, as every other writer does, so
-                # that the value is the same to the last bit.
-                conn.execute(sa.update(H).where(H.c.name == host).values(
-                    free_memory_mb=scheduling.free_ram(H.c.used_memory_mb)))
+            # Every time, not only when ``before`` shows another capacity
+            # or ratio: ``before`` was read without a lock, and a concurrent
+            # heartbeat with other values may have committed since (the
+            # UPDATE above holds the row now). From the stored columns, as
+            # every other writer does, so that the value is the same to the
+            # last bit.
+            conn.execute(sa.update(H).where(H.c.name == host).values(
+                free_memory_mb=scheduling.free_ram(H.c.used_memory_mb)))
             return before
         return self.db.transaction(txn)
 

@@ -34,3 +34,17 @@ def current_revision(database):
 
 def head_revision():
     return script.ScriptDirectory.from_config(_config()).get_current_head()
+
+
+def downgrade(database, revision):
+    """Take the schema of ``database`` back to ``revision`` ('base': none)."""
+    with database.engine.begin() as conn:
+        command.downgrade(_config(conn), revision)
+
+
+def revisions():
+    """Every revision, newest first, each with the one before it (None for
+    the first): ``[(revision, down_revision), ...]``."""
+    scripts = script.ScriptDirectory.from_config(_config())
+    return [(rev.revision, rev.down_revision)
+            for rev in scripts.walk_revisions()]

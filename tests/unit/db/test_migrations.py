@@ -93,3 +93,23 @@ def test_0004_fills_in_the_free_ram_of_existing_hosts(tmp_path):
                                                    ('b', 1.0, 2560.0)]
     finally:
         database.dispose()
+
+
+def test_every_migration_downgrades_to_the_one_before(tmp_path):
+    """An operator who must go back one release can: each revision's
+    downgrade leaves the schema of the revision before, and the upgrade
+    then applies again."""
+    database = engine.Database('sqlite:///%s' % (tmp_path / 'down.sqlite'))
+    try:
+        migration.upgrade(database)
+        for revision, before in migration.revisions():
+            assert migration.current_revision(database) == revision
+            migration.downgrade(database, before or 'base')
+        assert migration.current_revision(database) is None
+        assert sa.inspect(database.engine).get_table_names() == [
+            'alembic_version']
+        migration.upgrade(database)
+        assert migration.current_revision(database) == (
+            migration.head_revision())
+    finally:
+        database.dispose()

@@ -32,3 +32,11 @@ def upgrade():
                     ['ram_ratio', sa.text('free_memory_mb DESC'), 'name'])
     op.create_index('ix_hosts_pack', 'hosts',
                     ['ram_ratio', 'free_memory_mb', 'name'])
+
+
+def downgrade():
+    op.drop_index('ix_hosts_pack', table_name='hosts')
+    op.drop_index('ix_hosts_spread', table_name='hosts')
+    with op.batch_alter_table('hosts') as batch:
+        batch.drop_column('free_memory_mb')
+        batch.drop_column('ram_ratio')
