@@ -222,6 +222,20 @@ class ActionTable:
         return frozenset(source for (action, source, tgt) in self._index
                          if action == name and (target is None or tgt == target))
 
+    def refuse_if_denied(self, inst, name):
+        """Raise :class:`~common.exception.ActionNotAllowed` if the row
+        ``inst``, as read, shows that ``name`` cannot start (a task runs, or
+        its vm_state is not one ``name`` starts from). Only the claim's
+        conditional UPDATE grants an action; this refuses early, without
+        it, what the row already denies (a burst of requests that cannot
+        win then queues neither on the bus nor on the database's writer)."""
+        allowed = self.allowed_from(name)
+        if inst['task_id'] is not None or inst['vm_state'] not in allowed:
+            raise exception.ActionNotAllowed(
+                action=name, instance=inst['uuid'], vm_state=inst['vm_state'],
+                task_state=inst['task_state'], task_id=inst['task_id'],
+                allowed=allowed)
+
     def targets(self, name):
         """The explicit targets an action can be asked for (reset_state)."""
         return sorted({row.target for row in self._rows if row.action == name})

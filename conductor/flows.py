@@ -175,7 +175,7 @@ class Flows:
         inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
         prepared = self._prepare(inst, action, params)
         self._check_host_up(inst, action)
-        _deny_early(inst, action)
+        TABLE.refuse_if_denied(inst, action)
         inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action,
                                             message=_claim_message(prepared),
                                             flavor=prepared.get('flavor'),
@@ -297,20 +297,6 @@ class Flows:
                      inst['uuid'], inst['soft_deleted_at'])
             self.delete(ctx, inst['uuid'])
         return len(due)
-
-
-def _deny_early(inst, action):
-    """Refuse an action that the row just read already shows the table
-    denies (a task runs, or the wrong vm_state), without the claim: the
-    claim's conditional UPDATE is what grants an action, but a burst of
-    requests that cannot win must not queue for the database's write lock
-    to learn it (SQLite has one writer). The answer is the claim's own."""
-    allowed = TABLE.allowed_from(action)
-    if inst['task_id'] is not None or inst['vm_state'] not in allowed:
-        raise exception.ActionNotAllowed(
-            action=action, instance=inst['uuid'], vm_state=inst['vm_state'],
-            task_state=inst['task_state'], task_id=inst['task_id'],
-            allowed=allowed)
 
 
 def _started(inst, task_ctx):

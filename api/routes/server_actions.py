@@ -9,12 +9,14 @@ from api import request
 from api import schemas
 from api import views
 from api.routes import servers
+from common import actions as table
 from common import exception
 
 bp = flask.Blueprint('server_actions', __name__,
                      url_prefix='/v2.1/servers/<server_id>')
 
 TASK_ID_HEADER = request.TASK_ID_HEADER
+TABLE = table.TABLE
 
 
 # --- actions ---------------------------------------------------------------------
@@ -40,11 +42,15 @@ def action(server_id):
     if spec.kind == actions.DELETE:
         servers.hard_delete(server_id)
         return request.no_content(spec.status)
-    request.get_server(server_id, rule='tristate:servers:action:%s' % name)
+    inst = request.get_server(server_id,
+                              rule='tristate:servers:action:%s' % name)
     client, ctx = request.services().client, request.context()
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
+        # What the row just read already denies is refused here, with the
+        # conductor's own answer; the conductor's claim decides the rest.
+        TABLE.refuse_if_denied(inst, name)
         if name == 'rescue':
             params = _rescue_password(client, params)
         after = client.run_action(ctx, server_id, name, params)
