@@ -38,7 +38,8 @@ class ConductorAPI:
 
     ``statedb`` is given by callers that have database credentials (the API
     tier, ``tristate-all``): :meth:`delete_instance` then makes the hard
-    delete's UPDATE itself and never waits for the bus (DESIGN.md section 4).
+    delete's UPDATE itself and never waits for the bus (DESIGN.md section 4),
+    and :meth:`get_instance` reads the row itself.
     Agents have no database access and pass nothing.
     """
 
@@ -134,7 +135,14 @@ class ConductorAPI:
                           policies=policies)
 
     def get_instance(self, ctx, instance_uuid):
-        return self._call(ctx, 'get_instance', instance_uuid=instance_uuid)
+        """With database access, read here (no conductor needed); the
+        same owner check as the conductor's."""
+        if self.statedb is None:
+            return self._call(ctx, 'get_instance',
+                              instance_uuid=instance_uuid)
+        from conductor import gateway
+        return gateway.check_owner(ctx,
+                                   self.statedb.get_instance(instance_uuid))
 
     def list_instances(self, ctx, *, all_projects=False):
         return self._call(ctx, 'list_instances', all_projects=all_projects)
