@@ -61,20 +61,22 @@ def _assert_matches_hypervisor(plane, inst):
 
 
 def _start_load(plane, ready):
-    """Stops and reboots on ``ready``, and :data:`BUILDS` new builds;
-    returns [(uuid, task_id, vm_state on success)]."""
-    tasks = []
+    """:data:`BUILDS` new builds, then stops and reboots on ``ready`` (last,
+    so that they are still in their driver call when the broker dies);
+    returns the builds and the actions, each [(uuid, task_id, vm_state on
+    success)]."""
+    builds, acts = [], []
+    for n in range(BUILDS):
+        new = _create(plane, 'load-%d' % n)
+        builds.append((new['uuid'], plane.last_task(new['uuid'], 'build'),
+                       vm.ACTIVE))
     for n, inst in enumerate(ready):
         action, done = (('stop', vm.STOPPED) if n % 2 == 0
                         else ('reboot', vm.ACTIVE))
         plane.api.run_action(plane.ctx, inst['uuid'], action)
-        tasks.append((inst['uuid'], plane.last_task(inst['uuid'], action),
-                      done))
-    for n in range(BUILDS):
-        new = _create(plane, 'load-%d' % n)
-        tasks.append((new['uuid'], plane.last_task(new['uuid'], 'build'),
-                      vm.ACTIVE))
-    return tasks
+        acts.append((inst['uuid'], plane.last_task(inst['uuid'], action),
+                     done))
+    return builds, acts
 
 
 def _delete_all(plane, doomed):
@@ -92,18 +94,22 @@ def test_broker_killed_under_load_loses_nothing(make_plane, broker):
     broker.require_ctl()
     # Room for every instance (130 at full size) under the default ratio.
     plane = make_plane(fake_driver={'vcpus': 64, 'latency': {
-        'spawn': 2, 'power_off': 1, 'reboot': 1}})
+        'spawn': 2, 'power_off': 2, 'reboot': 2}})
     before = [_create(plane, 'pre-%d' % n) for n in range(ACTIONS + DELETES)]
     before = [plane.wait_idle(inst['uuid'], 120) for inst in before]
     assert all(inst['vm_state'] == vm.ACTIVE for inst in before)
     ready, doomed = before[:ACTIONS], before[ACTIONS:]
 
-    tasks = _start_load(plane, ready)
+    builds, acts = _start_load(plane, ready)
+    tasks = builds + acts
     plane.wait_for(lambda: any(plane.instance(uuid)['progress_step']
                                == states.step.SPAWNING
-                               for uuid, _t, _d in tasks), 60,
+                               for uuid, _t, _d in builds), 60,
                    'a build to be spawning')
     broker.kill()
+    # Actions were running when it died, not only builds.
+    assert any(plane.instance(uuid)['task_id'] == task_id
+               for uuid, task_id, _d in acts), acts
     took = _delete_all(plane, doomed)
     assert max(took) < DELETE_DEADLINE, took
     time.sleep(DOWN)    # the outage itself, not a wait for a condition
