@@ -29,11 +29,8 @@ import threading
 import uuid as uuidlib
 
 import pytest
-from oslo_config import cfg
 
-from common import conf as tconf
 from common import context
-from common import rpc
 from common.states import power
 from common.states import vm
 
@@ -71,23 +68,12 @@ def wait_for(predicate, *, what, show=None, timeout=TIMEOUT):
 
 @pytest.fixture
 def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    tconf.register_all(conf)
-    rpc.register_opts(conf)
-    conf([], project='tristate', default_config_files=[])
-    suffix = uuidlib.uuid4().hex[:12]       # the in-memory bus is global
-    for group, values in (
-            (None, {'state_dir': str(tmp_path)}),
-            ('conductor', {'topic': 'conductor-lv-%s' % suffix,
-                           'rpc_timeout': 5, 'service_down_time': 5}),
-            ('compute', {'topic': 'compute-lv-%s' % suffix,
-                         'heartbeat_interval': 0.1,
-                         # Only events can report in time: no full
-                         # report during a test.
-                         'power_sync_interval': 600,
-                         'report_retry_max': 0.5, 'shutdown_timeout': 2})):
-        for name, value in values.items():
-            conf.set_override(name, value, group=group)
+    conf = functional.new_conf(tmp_path)
+    functional.set_opts(conf, 'conductor', service_down_time=5)
+    # Only events can report in time: no full report during a test.
+    functional.set_opts(conf, 'compute', heartbeat_interval=0.1,
+                        power_sync_interval=600, report_retry_max=0.5,
+                        shutdown_timeout=2)
     yield conf
     conf.reset()
 
