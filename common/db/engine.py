@@ -133,7 +133,9 @@ class Database:
         """Run ``fn(conn, *args, **kwargs)`` in one transaction, retried.
 
         ``fn`` must be safe to run again from the start: it is, because the
-        transaction it ran in was rolled back.
+        transaction it ran in was rolled back. A write transaction whose
+        COMMIT lost its connection (PostgreSQL) is not run again: it may
+        have been committed; :class:`~common.exception.DBUnavailable` says so.
         """
         started = time.monotonic()
         retrying = tenacity.Retrying(
@@ -157,8 +159,26 @@ class Database:
         if readonly:
             with self._readonly.begin() as conn:
                 return fn(conn, *args, **kwargs)
-        with self._write_lock, self.engine.begin() as conn:
-            return fn(conn, *args, **kwargs)
+        committing = False
+        try:
+            with self._write_lock, self.engine.begin() as conn:
+                result = fn(conn, *args, **kwargs)
+                committing = True       # the block's end commits
+            return result
+        except sa_exc.DBAPIError as err:
+            if committing and not self.is_sqlite and is_transient(err):
+                # The server may have committed before the connection went:
+                # running the transaction again could apply it twice (two
+                # instances for one create). Not retried; the caller hears
+                # that the outcome is unknown. (SQLite's outcome is always
+                # known: a failed commit committed nothing.)
+                metrics.db_error('unavailable')
+                raise exception.DBUnavailable(
+                    attempts=1, seconds=0.0,
+                    reason='the connection was lost while committing; the '
+                           'change may or may not have been made: %s'
+                           % str(getattr(err, 'orig', err)).strip()) from err
+            raise
 
     @staticmethod
     def _log_retry(state):

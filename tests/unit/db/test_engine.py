@@ -106,3 +106,50 @@ def test_default_sqlite_url_creates_the_state_dir(tmp_path):
     url = engine.default_sqlite_url(str(state_dir))
     assert state_dir.is_dir()
     assert url == 'sqlite:///%s' % (state_dir / 'tristate.sqlite')
+
+
+def _lose_the_commit(database, lost):
+    """Make the next COMMIT of ``database`` fail as a lost connection does
+    (psycopg2's error, the connection invalidated), ``lost`` times."""
+    from sqlalchemy import event
+
+    left = [lost]
+
+    @event.listens_for(database.engine, 'commit')
+    def _commit(conn):
+        if left[0] > 0:
+            left[0] -= 1
+            raise sa_exc.OperationalError(
+                'COMMIT', {}, FakePGError('08006', 'server closed the '
+                                          'connection unexpectedly'),
+                connection_invalidated=True)
+
+
+def test_a_commit_that_lost_its_connection_is_not_run_again(db):
+    """On a server database the change may have been committed before the
+    connection went: the transaction is not run a second time (that could
+    apply it twice); the caller hears the outcome is unknown. SQLite's
+    failed commit committed nothing: retried there."""
+    db.transaction(lambda conn: conn.exec_driver_sql(
+        'CREATE TABLE lost_commit (x INTEGER)'))
+    _lose_the_commit(db, lost=1)
+    calls = []
+
+    def txn(conn):
+        calls.append(conn)
+        conn.exec_driver_sql('INSERT INTO lost_commit VALUES (1)')
+
+    if db.is_sqlite:
+        db.transaction(txn)
+        assert len(calls) == 2
+    else:
+        with pytest.raises(exception.DBUnavailable) as err:
+            db.transaction(txn)
+        assert len(calls) == 1
+        assert 'may or may not have been made' in str(err.value)
+        assert err.value.code == 503
+    # The database answers again; the row is there once on SQLite, and not
+    # at all on PostgreSQL (here the COMMIT never reached the server).
+    assert db.transaction(lambda conn: conn.exec_driver_sql(
+        'SELECT count(*) FROM lost_commit').scalar(), readonly=True) == (
+            1 if db.is_sqlite else 0)
