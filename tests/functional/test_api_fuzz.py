@@ -174,7 +174,10 @@ _ID = st.one_of(st.uuids().map(str), st.text(max_size=20).filter(
 @given(method=st.sampled_from(['GET', 'POST', 'PUT', 'DELETE', 'PATCH']),
        path=st.sampled_from(PATHS), ident=_ID, key=_ID,
        body=st.one_of(st.none(), json_values),
-       version=st.one_of(st.none(), st.text(max_size=12),
+       # A header value cannot hold CR or LF on the wire (the test client
+       # refuses to send one): any other text.
+       version=st.one_of(st.none(), st.text(
+           st.characters(blacklist_characters='\r\n'), max_size=12),
                          st.sampled_from(['2.1', '2.100', '3.0', 'latest',
                                           '2.', '1.0', '2.99999999999'])))
 def test_no_request_gets_a_5xx(app, target, method, path, ident, key, body,
