@@ -172,6 +172,19 @@ JSON
 }
 
 alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# stop_pidfile PIDFILE SIGNAL TRIES: send SIGNAL to the process PIDFILE
+# names, wait up to TRIES tenths of a second for it to go (then SIGKILL),
+# and remove PIDFILE. Nothing to do if it names no live process.
+stop_pidfile() {
+    local file=$1 sig=$2 tries=$3 pid
+    alive "$file" || return 0
+    pid=$(cat "$file")
+    kill "-$sig" "$pid"
+    for _ in $(seq "$tries"); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; sleep 0.2; fi
+    rm -f "$file"
+}
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 rabbit_prepare() {
@@ -248,15 +261,7 @@ rabbit_start() {
 
 # Stop the node by its PID: SIGTERM (a clean shutdown) or SIGKILL; wait
 # until the process is gone. epmd stays, for the next start.
-rabbit_stop_node() {
-    local sig=$1 pid
-    alive "$rb/beam.pid" || return 0
-    pid=$(cat "$rb/beam.pid")
-    kill "-$sig" "$pid"
-    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; sleep 0.2; fi
-    rm -f "$rb/beam.pid"
-}
+rabbit_stop_node() { stop_pidfile "$rb/beam.pid" "$1" 300; }
 
 stop_rabbit() {
     [ -d "$rb" ] || return 0
@@ -365,15 +370,7 @@ private_libvirtd_start() {
     echo "$private_uri"
 }
 
-private_libvirtd_stop() {
-    local sig=$1 pid
-    alive "$pl/pid" || return 0
-    pid=$(cat "$pl/pid")
-    kill "-$sig" "$pid"
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; sleep 0.2; fi
-    rm -f "$pl/pid"
-}
+private_libvirtd_stop() { stop_pidfile "$pl/pid" "$1" 100; }
 
 # On stop (not on kill: guests outlive a libvirtd restart), what the daemon
 # started goes too: QEMU guests a test left, and its session virtlogd.
