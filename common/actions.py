@@ -222,6 +222,14 @@ class ActionTable:
         return frozenset(source for (action, source, tgt) in self._index
                          if action == name and (target is None or tgt == target))
 
+    def denial(self, inst, name, allowed=None):
+        """The :class:`~common.exception.ActionNotAllowed` that says why
+        ``name`` cannot start on the row ``inst``."""
+        return exception.ActionNotAllowed(
+            action=name, instance=inst['uuid'], vm_state=inst['vm_state'],
+            task_state=inst['task_state'], task_id=inst['task_id'],
+            allowed=self.allowed_from(name) if allowed is None else allowed)
+
     def refuse_if_denied(self, inst, name):
         """Raise :class:`~common.exception.ActionNotAllowed` if the row
         ``inst``, as read, shows that ``name`` cannot start (a task runs, or
@@ -231,10 +239,7 @@ class ActionTable:
         win then queues neither on the bus nor on the database's writer)."""
         allowed = self.allowed_from(name)
         if inst['task_id'] is not None or inst['vm_state'] not in allowed:
-            raise exception.ActionNotAllowed(
-                action=name, instance=inst['uuid'], vm_state=inst['vm_state'],
-                task_state=inst['task_state'], task_id=inst['task_id'],
-                allowed=allowed)
+            raise self.denial(inst, name, allowed)
 
     def targets(self, name):
         """The explicit targets an action can be asked for (reset_state)."""

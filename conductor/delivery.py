@@ -122,7 +122,8 @@ class Delivery:
             target=self._fail_when_back,
             args=(task_ctx, instance_uuid, error,
                   results.settle_on_failure(action, vm_state),
-                  time.monotonic() + actions.TABLE.action(action).timeout),
+                  time.monotonic() + actions.TABLE.timeout(
+                      action, self.conf.conductor.task_timeouts)),
             name='unsent-%s' % task_ctx.task_id, daemon=True).start()
 
     def _fail_when_back(self, task_ctx, instance_uuid, error, settle,

@@ -12,6 +12,7 @@ import logging
 from common import actions
 from common import exception
 from common import metrics
+from common.db import api as db_api
 
 TABLE = actions.TABLE
 
@@ -22,11 +23,7 @@ _SHOWN = ('uuid', 'name', 'project_id', 'user_id', 'host', 'flavor_name',
           'return_vm_state', 'task_state', 'task_id', 'power_state')
 
 
-def check_owner(ctx, inst):
-    """A project sees only its own instances; others are 'not found'."""
-    if not ctx.is_admin and inst['project_id'] != ctx.project_id:
-        raise exception.InstanceNotFound(instance=inst['uuid'])
-    return inst
+check_owner = db_api.check_owner
 
 
 def hard_delete_local(statedb, ctx, instance_uuid):

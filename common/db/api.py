@@ -67,6 +67,13 @@ def utcnow():
 _one = hosts_db.one
 
 
+def check_owner(ctx, inst):
+    """A project sees only its own instances; others are 'not found'."""
+    if not ctx.is_admin and inst['project_id'] != ctx.project_id:
+        raise exception.InstanceNotFound(instance=inst['uuid'])
+    return inst
+
+
 def new_uuid():
     return str(uuidlib.uuid4())
 
@@ -248,11 +255,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         return claimed
 
     def _explain_denial(self, conn, instance_uuid, action, allowed):
-        inst = self._get(conn, instance_uuid)
-        raise exception.ActionNotAllowed(
-            action=action, instance=instance_uuid, vm_state=inst['vm_state'],
-            task_state=inst['task_state'], task_id=inst['task_id'],
-            allowed=allowed)
+        raise TABLE.denial(self._get(conn, instance_uuid), action, allowed)
 
     # --- during and at the end of a task --------------------------------------
 
@@ -429,10 +432,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         an admin's). Returns ``(before, after)``.
         """
         def txn(conn):
-            before = self._get(conn, instance_uuid, lock=True)
-            if not ctx.is_admin and before['project_id'] != ctx.project_id:
-                # another project's instance does not exist for this caller
-                raise exception.InstanceNotFound(instance=instance_uuid)
+            before = check_owner(ctx, self._get(conn, instance_uuid,
+                                                lock=True))
             if before['vm_state'] == vm.HARD_DELETED:
                 return before, before
             now = self.clock()

@@ -181,13 +181,12 @@ def _explain(conn, project, delta, limit):
             raise exception.QuotaExceeded(
                 resource=resource, project=project, limit=limit[resource],
                 used=used[resource], requested=delta[resource])
-    # the usage moved between the UPDATE and this read: say so
+    # The usage moved between the UPDATE and this read (another request
+    # took and gave back): name what was asked and where each stands.
+    asked = [r for r in RESOURCES if delta[r] > 0]
     raise exception.QuotaExceeded(
-        resource=', '.join(r for r in RESOURCES if delta[r] > 0),
-        project=project, limit=limit, used=used, requested=delta)
+        resource=', '.join(asked), project=project,
+        requested=', '.join('%s %d' % (r, delta[r]) for r in asked),
+        used=', '.join('%s %d' % (r, used[r]) for r in asked),
+        limit=', '.join('%s %s' % (r, limit[r]) for r in asked))
 
-
-def free(conn, inst, now):
-    """Give back all ``inst`` holds (hard delete)."""
-    charge(conn, inst, dict(NOTHING), settings=Settings(), now=now,
-           check=False)

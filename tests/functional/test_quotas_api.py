@@ -4,6 +4,7 @@ quota with the agent stopped, os-simple-tenant-usage and its dates."""
 
 import pytest
 
+from common import version
 from common.db import services
 from tests.functional import api_support
 from tests.functional.api_support import Api
@@ -116,8 +117,9 @@ def test_usage_bad_dates_are_400(admin, query, name):
 def test_services_report_their_version(plane):
     wait_heartbeat(plane, 'host1')
     rows = {(s['binary'], s['host']): s for s in plane.statedb.list_services()}
-    assert rows[(services.CONDUCTOR, 'conductor')]['version']
-    assert rows[(services.AGENT, 'host1')]['version']
+    running = version.package_version()
+    assert rows[(services.CONDUCTOR, 'conductor')]['version'] == running
+    assert rows[(services.AGENT, 'host1')]['version'] == running
 
 
 def test_concurrent_builds_through_the_conductor(conf, make_plane, ctx):

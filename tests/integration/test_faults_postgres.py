@@ -320,8 +320,9 @@ def test_postgresql_stopped_under_load(make_plane, pg_server):
     assert first_ok.sent + first_ok.took - started_at < RECOVERY, first_ok
     unexpected = [a for a in client.answers
                   if a.status not in (202, 204, 200, 409, 503)
-                  or (a.status == 503 and not down_at <= a.sent + a.took
-                      and a.sent < started_at + RECOVERY)]
+                  or (a.status == 503
+                      and not (down_at <= a.sent + a.took
+                               and a.sent < started_at + RECOVERY))]
     assert unexpected == [], unexpected
 
     # Every instance, including those of creates that answered 503.

@@ -46,13 +46,17 @@ def test_a_result_is_sent_again_until_the_database_answers(plane, ctx,
 def test_progress_not_recorded_does_not_fail_the_task(plane, ctx,
                                                      monkeypatch):
     inst = active(plane, ctx)
+    refused = []
 
     def database_down(*args, **kwargs):
+        refused.append(kwargs.get('step'))
         raise exception.DBUnavailable(attempts=5, seconds=1.5,
                                       reason='connection refused')
     monkeypatch.setattr(plane.conductor.results, 'progress', database_down)
 
     resized = act(plane, ctx, inst['uuid'], 'resize', flavor='small')
+
+    assert refused, 'no progress report met the unavailable database'
 
     assert (resized['vm_state'], resized['flavor_name']) == (vm.RESIZED,
                                                              'small')
