@@ -7,6 +7,8 @@ rule in ``[oslo_policy] policy_file`` (YAML); ``oslopolicy-sample-generator
 --namespace tristate`` prints them all. The conductor re-checks ownership.
 """
 
+import time
+
 from oslo_policy import policy
 
 from common import actions as table
@@ -125,12 +127,32 @@ def _lease_rules():
     ]
 
 
-class Policy:
-    """The enforcer of one API application."""
+def _frozen(values):
+    """A hashable, order-free copy of a dict of creds or of a target."""
+    return tuple(sorted(
+        (key, tuple(value) if isinstance(value, (list, set)) else value)
+        for key, value in values.items()))
 
-    def __init__(self, conf):
+
+class Policy:
+    """The enforcer of one API application.
+
+    Decisions are remembered for ``memory`` seconds (1 by default), keyed
+    by the rule, the whole of the caller's credentials and the target: a
+    decision is a pure function of those and the rules, and oslo.policy's
+    enforce (which looks at the policy file and inspects each check every
+    time) cost a quarter of a request. An edited policy file therefore
+    takes effect within a second, as before within a request.
+    """
+
+    _MAX_REMEMBERED = 4096
+
+    def __init__(self, conf, *, memory=1.0, clock=time.monotonic):
         self.enforcer = policy.Enforcer(conf)
         self.enforcer.register_defaults(list_rules())
+        self.memory = memory
+        self.clock = clock
+        self._decided = {}
 
     def authorize(self, ctx, rule, target=None):
         """Raise :class:`~common.exception.Forbidden` (403) unless allowed."""
@@ -138,8 +160,25 @@ class Policy:
         creds['is_admin'] = ctx.is_admin
         target = target if target is not None else {
             'project_id': ctx.project_id}
-        self.enforcer.authorize(rule, target, creds, do_raise=True,
-                                exc=exception.Forbidden, action=rule)
+        key = (rule, _frozen(creds), _frozen(target))
+        now = self.clock()
+        found = self._decided.get(key)
+        if found is not None and found[0] > now:
+            if not found[1]:
+                raise exception.Forbidden(action=rule)
+            return
+        try:
+            self.enforcer.authorize(rule, target, creds, do_raise=True,
+                                    exc=exception.Forbidden, action=rule)
+        except exception.Forbidden:
+            self._remember(key, now, False)
+            raise
+        self._remember(key, now, True)
+
+    def _remember(self, key, now, allowed):
+        if len(self._decided) >= self._MAX_REMEMBERED:
+            self._decided = {}
+        self._decided[key] = (now + self.memory, allowed)
 
     def allows(self, ctx, rule, target=None):
         try:

@@ -195,10 +195,11 @@ class Bus:
         # retry=1: a notification sent while the broker is down is dropped
         # after one reconnect attempt instead of holding the state change
         # (and the thread that made it) until the broker is back.
+        drivers = self.conf.oslo_messaging_notifications.driver
         return Notifier(messaging.Notifier(
             self.notification_transport, publisher_id=publisher_id,
             serializer=self.serializer, topics=[NOTIFICATION_TOPIC],
-            retry=1))
+            retry=1), enabled=any(d != 'noop' for d in drivers))
 
     def notification_listener(self, endpoints, *, pool=None):
         targets = [messaging.Target(topic=NOTIFICATION_TOPIC)]
@@ -215,8 +216,12 @@ class Bus:
 class Notifier:
     """Sends versioned notifications; never lets a failure break a task."""
 
-    def __init__(self, notifier):
+    def __init__(self, notifier, *, enabled=True):
         self._notifier = notifier
+        # With no driver configured (or only noop) nothing is sent; skip
+        # building and serialising the payload, which costs more than the
+        # state change it reports.
+        self.enabled = enabled
 
     def info(self, ctx, event_type, name, data):
         self._send('info', ctx, event_type, name, data)
@@ -225,6 +230,8 @@ class Notifier:
         self._send('error', ctx, event_type, name, data)
 
     def _send(self, priority, ctx, event_type, name, data):
+        if not self.enabled:
+            return
         payload = {'tristate_object.name': name,
                    'tristate_object.version': PAYLOAD_VERSION,
                    'tristate_object.data': data}

@@ -26,10 +26,11 @@ _SHOWN = ('uuid', 'name', 'project_id', 'user_id', 'host', 'flavor_name',
 check_owner = db_api.check_owner
 
 
-def hard_delete_local(statedb, ctx, instance_uuid):
+def hard_delete_local(statedb, ctx, instance_uuid, check=None):
     """The hard delete's UPDATE, for a caller with database access.
-    Returns ``(before, after)``; the owner is checked in its transaction."""
-    before, after = statedb.hard_delete(ctx, instance_uuid)
+    Returns ``(before, after)``; the owner is checked in its transaction,
+    and then ``check`` (see :meth:`common.db.api.StateDB.hard_delete`)."""
+    before, after = statedb.hard_delete(ctx, instance_uuid, check=check)
     metrics.task_ended(before, after, 'preempted')
     return before, after
 
@@ -109,10 +110,10 @@ class TaskGateway:
                                 percent=percent, host=host)
 
     def finish(self, task_ctx, instance_uuid, *, host=None, values=None,
-               power=None, settle=()):
+               power=None, settle=(), derive=None):
         before, after = self.db.finish_task(
             task_ctx, instance_uuid, values=values, power=power, host=host,
-            settle=settle)
+            settle=settle, derive=derive)
         _trace(task_ctx, after)
         LOG.info('Task %s on instance %s finished: %s -> %s',
                  before['task_action'], instance_uuid, before['vm_state'],

@@ -95,23 +95,27 @@ class Results:
 
     def finished(self, ctx, *, host, instance_uuid, power, values=None):
         """``values`` the agent sends are only hints (a rebuild's image);
-        everything else the conductor derives itself."""
-        inst = self.db.get_instance(instance_uuid)
-        action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
-        values = self._values_on_success(inst, action, values or {})
+        everything else the conductor derives itself, from the row the
+        finish reads in its transaction."""
+        hints = values or {}
+        seen = {}
+
+        def derive(conn, inst):
+            seen['action'] = action = inst['task_action']
+            return (self._values_on_success(conn, inst, action, hints),
+                    _ON_SUCCESS.get(action, []))
         after = self.gateway.finish(ctx, instance_uuid, host=host,
-                                    values=values, power=power,
-                                    settle=_ON_SUCCESS.get(action, []))
+                                    power=power, derive=derive)
         # What the hypervisor said during the task is decided on now; not
         # after a migration: that was the old host's word ("vanished"), the
-        # new host's next report decides.
-        if action != 'live_migrate':
-            # Read again, not ``after``: a power report stored while the
-            # task ran may have committed after the finish read the row.
-            self.reconciler.consider(self.db.get_instance(instance_uuid))
+        # new host's next report decides. ``after`` is the row as written:
+        # it was held from the finish's read to its commit, so a power
+        # report stored while the task ran is in it.
+        if seen['action'] != 'live_migrate':
+            self.reconciler.consider(after)
         return after
 
-    def _values_on_success(self, inst, action, values):
+    def _values_on_success(self, conn, inst, action, values):
         if action in ('build', 'rebuild') and inst['vm_state'] in (
                 states.vm.INITIALIZED, states.vm.PENDING):
             return {'launched_at': self.db.clock()}
@@ -120,8 +124,7 @@ class Results:
         purpose = _TAKES_FROM_ALLOCATION.get(action)
         if purpose is None:
             return {}
-        allocs = {a['purpose']: a for a in
-                  self.db.list_allocations(instance_uuid=inst['uuid'])}
+        allocs = self.db.allocations_in(conn, inst['uuid'])
         if purpose not in allocs:
             return {}
         if action == 'live_migrate':

@@ -96,16 +96,20 @@ class ConductorAPI:
                           instance_uuid=instance_uuid, action=action,
                           params=params)
 
-    def delete_instance(self, ctx, instance_uuid):
+    def delete_instance(self, ctx, instance_uuid, *, check=None):
         """Hard delete. With database access: the UPDATE here, then a
         best-effort request for the host's cleanup that never fails the
-        delete. Without: one call to a conductor."""
+        delete. Without: one call to a conductor. ``check(instance)`` may
+        refuse first by raising (the API's policy): with database access it
+        runs inside the delete's transaction, without on a read before."""
         if self.statedb is None:
+            if check is not None:
+                check(self.get_instance(ctx, instance_uuid))
             return self._call(ctx, 'delete_instance',
                               instance_uuid=instance_uuid)
         from conductor import gateway
         before, after = gateway.hard_delete_local(self.statedb, ctx,
-                                                  instance_uuid)
+                                                  instance_uuid, check=check)
         try:
             # retry=0: a cast retries forever by default, which would hold
             # the delete until the broker is back.

@@ -37,7 +37,9 @@ from common.db import accounting
 from common.db import hosts as hosts_db
 from common.db import models
 from common.db import power as power_db
+from common.db import prepared
 from common.db import quotas
+from common.db.prepared import bind
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
@@ -57,6 +59,126 @@ QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,
                'task_started_at': None, 'task_updated_at': None,
                'progress_step': None, 'progress_percent': 0}
+
+
+# --- the statements of the hot paths, built once (common.db.prepared) ------------
+
+_GET = prepared.Prepared(sa.select(I).where(I.c.uuid == bind('uuid')))
+# PostgreSQL: hold the row for this transaction (SQLite's BEGIN IMMEDIATE
+# already serialises writers).
+_GET_LOCKED = prepared.Prepared(
+    sa.select(I).where(I.c.uuid == bind('uuid')).with_for_update())
+_NOW = bind('now', sa.DateTime())
+_HARD_DELETE = prepared.Prepared(sa.update(I).where(
+    I.c.uuid == bind('uuid'), I.c.vm_state != vm.HARD_DELETED).values(
+        dict(_CLEAR_TASK, vm_state=vm.HARD_DELETED, hard_deleted_at=_NOW,
+             updated_at=_NOW)))
+_PREEMPT_LOG = prepared.Prepared(sa.update(LOGT).where(
+    LOGT.c.instance_uuid == bind('uuid'),
+    LOGT.c.result == states.RESULT_RUNNING).values(
+        finished_at=_NOW, result=states.RESULT_PREEMPTED,
+        vm_state_after=bind('vm_state', LOGT.c.vm_state_after.type),
+        message='preempted by a hard delete or an admin reset'))
+_LOG_COLUMNS = ('task_id', 'instance_uuid', 'action', 'user_id', 'project_id',
+                'request_id', 'started_at', 'result', 'vm_state_before',
+                'message', 'finished_at', 'vm_state_after')
+_LOG_INSERT = prepared.Prepared(sa.insert(LOGT).values(
+    {c: bind(c, LOGT.c[c].type) for c in _LOG_COLUMNS}))
+_LOG_END = prepared.Prepared(sa.update(LOGT).where(
+    LOGT.c.task_id == bind('task_id')).values(
+        finished_at=_NOW, result=bind('result', LOGT.c.result.type),
+        vm_state_after=bind('vm_state', LOGT.c.vm_state_after.type)))
+_MESSAGE = bind('message', LOGT.c.message.type)
+# keep why the task was started (reconcile's reason, which the crash budget
+# counts), then what happened
+_LOG_END_SAYING = prepared.Prepared(sa.update(LOGT).where(
+    LOGT.c.task_id == bind('task_id')).values(
+        finished_at=_NOW, result=bind('result', LOGT.c.result.type),
+        vm_state_after=bind('vm_state', LOGT.c.vm_state_after.type),
+        message=sa.case((LOGT.c.message.is_(None), _MESSAGE),
+                        else_=LOGT.c.message + ': ' + _MESSAGE)))
+
+
+def _setting(table, keys, prefix=''):
+    """``{column: bind(prefix + column)}`` for an UPDATE's or INSERT's
+    values (``prefix`` keeps them apart from the WHERE clause's)."""
+    return {k: bind(prefix + k, table.c[k].type) for k in keys}
+
+
+def _set(values):
+    """An UPDATE's values named as :func:`_update_task_row` binds them."""
+    return {'set_' + k: v for k, v in values.items()}
+
+
+def _insert_instance(record):
+    keys = tuple(sorted(record))
+    return prepared.cached(('instances.insert', keys), lambda: sa.insert(
+        I).values(_setting(I, keys)))
+
+
+def _update_task_row(keys, host):
+    """UPDATE instances SET ``keys`` WHERE uuid and task_id [and host]."""
+    keys = tuple(sorted(keys))
+    return prepared.cached(
+        ('instances.task_update', keys, host is not None),
+        lambda: sa.update(I).where(
+            I.c.uuid == bind('uuid'), I.c.task_id == bind('task_id'),
+            *_host_guard(host)).values(_setting(I, keys, 'set_')))
+
+
+def _task_row(host):
+    """The row of the running task ``task_id``, held until the end of the
+    transaction (PostgreSQL; SQLite's writers are serialised already)."""
+    return prepared.cached(
+        ('instances.task_row', host is not None),
+        lambda: sa.select(I).where(I.c.uuid == bind('uuid'),
+                                   I.c.task_id == bind('task_id'),
+                                   *_host_guard(host)).with_for_update())
+
+
+def _finish_values(values):
+    unknown = set(values) - FINISH_COLUMNS
+    if unknown:
+        raise exception.Invalid(reason='a task may not set %s; allowed: %s'
+                                % (sorted(unknown), sorted(FINISH_COLUMNS)))
+    return dict(values)
+
+
+def _checked(derive):
+    def checked(conn, inst):
+        values, settle = derive(conn, inst)
+        return _finish_values(values), settle
+    return checked
+
+
+def _claim_statement(action, spec, with_power_seq):
+    """The claim's conditional UPDATE for ``action``, built once."""
+    def build():
+        allowed = TABLE.allowed_from(action)
+        task_by_source = {src: TABLE.row(action, src).task_state
+                          for src in allowed}
+        now = bind('now', sa.DateTime())
+        values = {
+            'task_id': bind('task_id', I.c.task_id.type),
+            'task_state': sa.case(task_by_source, value=I.c.vm_state),
+            'task_action': action, 'task_started_at': now,
+            'task_updated_at': now, 'progress_step': None,
+            'progress_percent': 0, 'updated_at': now,
+        }
+        if spec.saves_return:
+            values['return_vm_state'] = I.c.vm_state
+        guards = [I.c.uuid == bind('uuid'), I.c.task_id.is_(None),
+                  _among(I.c.vm_state, allowed)]
+        if with_power_seq:
+            guards.append(I.c.power_seq == bind('power_seq', I.c.power_seq.type))
+        return sa.update(I).where(*guards).values(values).returning(*I.c)
+    return prepared.cached(('instances.claim', action, with_power_seq), build)
+
+
+def _among(column, values):
+    """``column IN (...)`` with each value its own fixed parameter (a
+    prepared statement cannot expand a list)."""
+    return column.in_([sa.literal(v, column.type) for v in sorted(values)])
 
 
 def utcnow():
@@ -79,7 +201,9 @@ def new_uuid():
 
 
 def _host_guard(host):
-    return () if host is None else (I.c.host == host,)
+    """The guard "placed on the reporting host", its host bound as
+    ``host`` (none when ``host`` is None)."""
+    return () if host is None else (I.c.host == bind('host'),)
 
 
 class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
@@ -103,12 +227,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         return self.db.transaction(self._get, instance_uuid, readonly=True)
 
     def _get(self, conn, instance_uuid, lock=False):
-        query = sa.select(I).where(I.c.uuid == instance_uuid)
-        if lock:
-            # PostgreSQL: hold the row for this transaction (SQLite's
-            # BEGIN IMMEDIATE already serialises writers).
-            query = query.with_for_update()
-        inst = _one(conn, query)
+        inst = (_GET_LOCKED if lock else _GET).one(conn, uuid=instance_uuid)
         if inst is None:
             raise exception.InstanceNotFound(instance=instance_uuid)
         return inst
@@ -192,8 +311,10 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         record.setdefault('user_shutdown_policy', 'stop')
         record.setdefault('crash_policy', 'restart')
 
+        insert = _insert_instance(record)
+
         def txn(conn):
-            conn.execute(sa.insert(I).values(**record))
+            insert.run(conn, **record)
             self._accounted(conn, record, now, check=True)
             self._log_start(conn, ctx, record['uuid'], task_id, 'build',
                             vm.INITIALIZED, now)
@@ -225,29 +346,15 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
 
     def _claim(self, conn, ctx, instance_uuid, action, spec, task_id,
                power_seq=None, message=None, extra=None):
-        allowed = TABLE.allowed_from(action)
-        task_by_source = {src: TABLE.row(action, src).task_state
-                          for src in allowed}
         now = self.clock()
-        values = {
-            'task_id': task_id,
-            'task_state': sa.case(task_by_source, value=I.c.vm_state),
-            'task_action': action, 'task_started_at': now,
-            'task_updated_at': now, 'progress_step': None,
-            'progress_percent': 0, 'updated_at': now,
-        }
-        if spec.saves_return:
-            values['return_vm_state'] = I.c.vm_state
-        guards = [I.c.uuid == instance_uuid, I.c.task_id.is_(None),
-                  I.c.vm_state.in_(sorted(allowed))]
-        if power_seq is not None:
-            guards.append(I.c.power_seq == power_seq)
-        claimed = _one(conn, sa.update(I).where(*guards).values(**values)
-                       .returning(*I.c))
+        claim = _claim_statement(action, spec, power_seq is not None)
+        claimed = claim.one(conn, uuid=instance_uuid, task_id=task_id,
+                            now=now, power_seq=power_seq)
         if claimed is None:
             if power_seq is not None:
                 return None
-            self._explain_denial(conn, instance_uuid, action, allowed)
+            self._explain_denial(conn, instance_uuid, action,
+                                 TABLE.allowed_from(action))
         if action in QUOTA_CHECKED:
             self._accounted(conn, claimed, now, check=True, extra=extra)
         self._log_start(conn, ctx, instance_uuid, task_id, action,
@@ -275,36 +382,40 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                                         'within 0-100' % percent)
             values['progress_percent'] = int(percent)
 
+        update = _update_task_row(values, host)
+
         def txn(conn):
-            res = conn.execute(sa.update(I).where(
-                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id,
-                *_host_guard(host)).values(**values))
+            res = update.run(conn, uuid=instance_uuid, task_id=ctx.task_id,
+                             host=host, **_set(values))
             if res.rowcount != 1:
                 self._preempted(conn, instance_uuid, ctx.task_id, host)
         self.db.transaction(txn)
 
     def finish_task(self, ctx, instance_uuid, *, values=None, power=None,
-                    host=None, settle=()):
+                    host=None, settle=(), derive=None):
         """End ``ctx.task_id`` successfully: the table's vm_state, task cleared.
 
         ``power`` is an optional power report (see :meth:`store_power_report`)
         stored in the same update if it is newer than the one stored.
         ``settle`` lists allocation changes made in the same transaction
-        (see :meth:`_settle`). Returns ``(before, after)`` dicts.
+        (see :meth:`_settle`). ``derive(conn, inst)``, instead of ``values``
+        and ``settle``, returns both from the task's row as this transaction
+        read it. Returns ``(before, after)`` dicts; ``after`` is the row as
+        written (it was locked from the read on).
         """
-        extra = dict(values or {})
-        unknown = set(extra) - FINISH_COLUMNS
-        if unknown:
-            raise exception.Invalid(reason='a task may not set %s; allowed: %s'
-                                    % (sorted(unknown), sorted(FINISH_COLUMNS)))
+        extra = _finish_values(values or {})
+        if derive is None:
+            derive = lambda conn, inst: (extra, settle)     # noqa: E731
+        else:
+            derive = _checked(derive)
 
         def target(inst):
             row = TABLE.row(inst['task_action'], inst['vm_state'])
             return (TABLE.success_state(row, inst['vm_state'],
                                         inst['return_vm_state']),
                     states.RESULT_SUCCESS)
-        return self._end_task(ctx, instance_uuid, target, extra, power, None,
-                              host=host, settle=settle)
+        return self._end_task(ctx, instance_uuid, target, derive, power, None,
+                              host=host)
 
     def fail_task(self, ctx, instance_uuid, *, error, rolled_back,
                   power=None, host=None, settle=()):
@@ -315,8 +426,9 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             result = (states.RESULT_ROLLED_BACK if new == inst['vm_state']
                       else states.RESULT_ERROR)
             return new, result
-        return self._end_task(ctx, instance_uuid, target, {}, power, error,
-                              host=host, settle=settle)
+        return self._end_task(ctx, instance_uuid, target,
+                              lambda conn, inst: ({}, settle), power, error,
+                              host=host)
 
     def bury(self, ctx, instance_uuid, *, reason, use_pending):
         """No valid host for the build ``ctx.task_id``: PENDING or ERROR.
@@ -326,17 +438,18 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         new = vm.PENDING if use_pending else vm.ERROR
         return self._end_task(ctx, instance_uuid,
                               lambda inst: (new, states.RESULT_BURIED),
-                              {}, None, reason, settle=[{'free': {}}])
+                              lambda conn, inst: ({}, [{'free': {}}]), None,
+                              reason)
 
-    def _end_task(self, ctx, instance_uuid, decide, extra, power, message,
-                  host=None, settle=()):
+    def _end_task(self, ctx, instance_uuid, decide, derive, power, message,
+                  host=None):
         def txn(conn):
-            inst = _one(conn, sa.select(I).where(
-                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id,
-                *_host_guard(host)))
+            inst = _task_row(host).one(conn, uuid=instance_uuid,
+                                       task_id=ctx.task_id, host=host)
             if inst is None:
                 self._preempted(conn, instance_uuid, ctx.task_id, host)
             new_state, result = decide(inst)
+            extra, settle = derive(conn, inst)
             now = self.clock()
             values = dict(extra, **_CLEAR_TASK, vm_state=new_state,
                           updated_at=now)
@@ -345,9 +458,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                     now if new_state == vm.SOFT_DELETED else None)
             if power is not None and int(power['seq']) > inst['power_seq']:
                 values.update(self._power_values(power, now))
-            res = conn.execute(sa.update(I).where(
-                I.c.uuid == instance_uuid,
-                I.c.task_id == ctx.task_id).values(**values))
+            res = _update_task_row(values, None).run(
+                conn, uuid=instance_uuid, task_id=ctx.task_id, **_set(values))
             if res.rowcount != 1:
                 self._preempted(conn, instance_uuid, ctx.task_id)
             for op in settle:
@@ -423,25 +535,28 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
 
     # --- preempting database-only actions -------------------------------------
 
-    def hard_delete(self, ctx, instance_uuid):
+    def hard_delete(self, ctx, instance_uuid, *, check=None):
         """Mark the instance HARD_DELETED at once and free what it holds.
 
         Always succeeds while the database answers: preempts any task, needs
         no agent. Deleting a hard-deleted instance again succeeds and changes
         nothing. Another project's instance is not found (unless ``ctx`` is
-        an admin's). Returns ``(before, after)``.
+        an admin's). ``check(instance)``, if given, runs on the row read in
+        the transaction, before any change, and may raise to refuse (the
+        API's policy check: one read instead of two). Returns ``(before,
+        after)``.
         """
         def txn(conn):
             before = check_owner(ctx, self._get(conn, instance_uuid,
                                                 lock=True))
+            if check is not None:
+                check(before)
             if before['vm_state'] == vm.HARD_DELETED:
                 return before, before
             now = self.clock()
             values = dict(_CLEAR_TASK, vm_state=vm.HARD_DELETED,
                           hard_deleted_at=now, updated_at=now)
-            conn.execute(sa.update(I).where(
-                I.c.uuid == instance_uuid,
-                I.c.vm_state != vm.HARD_DELETED).values(**values))
+            _HARD_DELETE.run(conn, uuid=instance_uuid, now=now)
             self._preempt_log(conn, instance_uuid, vm.HARD_DELETED, now)
             self._free_allocations(conn, instance_uuid)
             after = dict(before, **values)
@@ -550,22 +665,19 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                'action': action, 'user_id': ctx.user_id,
                'project_id': ctx.project_id, 'request_id': ctx.request_id,
                'started_at': now, 'result': states.RESULT_RUNNING,
-               'vm_state_before': vm_state, 'message': message}
+               'vm_state_before': vm_state, 'message': message,
+               'finished_at': None, 'vm_state_after': None}
         row.update(ended)
-        conn.execute(sa.insert(LOGT).values(**row))
+        _LOG_INSERT.run(conn, **row)
 
     @staticmethod
     def _log_end(conn, task_id, result, vm_state, message, now):
-        values = {'finished_at': now, 'result': result,
-                  'vm_state_after': vm_state}
-        if message is not None:
-            # keep why the task was started (reconcile's reason, which the
-            # crash budget counts), then what happened
-            values['message'] = sa.case(
-                (LOGT.c.message.is_(None), message),
-                else_=LOGT.c.message + ': ' + message)
-        conn.execute(sa.update(LOGT).where(LOGT.c.task_id == task_id)
-                     .values(**values))
+        if message is None:
+            _LOG_END.run(conn, task_id=task_id, now=now, result=result,
+                         vm_state=vm_state)
+        else:
+            _LOG_END_SAYING.run(conn, task_id=task_id, now=now, result=result,
+                                vm_state=vm_state, message=message)
 
     def _log_instant(self, conn, ctx, instance_uuid, action, before, after,
                      now, message=None):
@@ -576,9 +688,4 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
 
     @staticmethod
     def _preempt_log(conn, instance_uuid, vm_state, now):
-        conn.execute(sa.update(LOGT).where(
-            LOGT.c.instance_uuid == instance_uuid,
-            LOGT.c.result == states.RESULT_RUNNING).values(
-                finished_at=now, result=states.RESULT_PREEMPTED,
-                vm_state_after=vm_state,
-                message='preempted by a hard delete or an admin reset'))
+        _PREEMPT_LOG.run(conn, uuid=instance_uuid, now=now, vm_state=vm_state)

@@ -8,11 +8,44 @@ import sqlalchemy as sa
 from common import exception
 from common.db import lease_hosts
 from common.db import models
+from common.db import prepared
 from common.db import scheduling
+from common.db.prepared import bind
 
 I = models.Instance.__table__          # noqa: E741 (the table, as in api.py)
 H = models.Host.__table__
 A = models.Allocation.__table__
+
+
+def _give_back():
+    """Add one freed allocation back to its host's room (built once)."""
+    vcpus, memory_mb = bind('vcpus', H.c.vcpus.type), bind('memory_mb',
+                                                           H.c.memory_mb.type)
+    disk_gb = bind('disk_gb', H.c.disk_gb.type)
+    return prepared.Prepared(sa.update(H).where(H.c.name == bind('host')).values(
+        used_vcpus=H.c.used_vcpus - vcpus,
+        used_memory_mb=H.c.used_memory_mb - memory_mb,
+        used_disk_gb=H.c.used_disk_gb - disk_gb,
+        free_memory_mb=scheduling.free_ram(H.c.used_memory_mb - memory_mb)))
+
+
+_GIVE_BACK = _give_back()
+_ALLOCATIONS = prepared.Prepared(sa.select(A).where(
+    A.c.instance_uuid == bind('uuid')).order_by(A.c.id))
+
+
+def _freeing(by_host, by_purpose):
+    """DELETE the instance's allocations [of a host] [of a purpose],
+    returning what they held."""
+    def build():
+        query = sa.delete(A).where(A.c.instance_uuid == bind('uuid'))
+        if by_host:
+            query = query.where(A.c.host == bind('host'))
+        if by_purpose:
+            query = query.where(A.c.purpose == bind('purpose'))
+        return query.returning(A.c.host, A.c.vcpus, A.c.memory_mb,
+                               A.c.disk_gb)
+    return prepared.cached(('allocations.free', by_host, by_purpose), build)
 
 
 def one(conn, query):
@@ -225,21 +258,18 @@ class HostsMixin:
         return self.db.transaction(txn)
 
     def _free_allocations(self, conn, instance_uuid, host=None, purpose=None):
-        query = sa.delete(A).where(A.c.instance_uuid == instance_uuid)
-        if host is not None:
-            query = query.where(A.c.host == host)
-        if purpose is not None:
-            query = query.where(A.c.purpose == purpose)
-        freed = conn.execute(query.returning(
-            A.c.host, A.c.vcpus, A.c.memory_mb, A.c.disk_gb)).all()
+        freeing = _freeing(host is not None, purpose is not None)
+        freed = freeing.run(conn, uuid=instance_uuid, host=host,
+                            purpose=purpose).rows
         for alloc in freed:
-            conn.execute(sa.update(H).where(H.c.name == alloc.host).values(
-                used_vcpus=H.c.used_vcpus - alloc.vcpus,
-                used_memory_mb=H.c.used_memory_mb - alloc.memory_mb,
-                used_disk_gb=H.c.used_disk_gb - alloc.disk_gb,
-                free_memory_mb=scheduling.free_ram(H.c.used_memory_mb
-                                         - alloc.memory_mb)))
+            _GIVE_BACK.run(conn, **alloc)
         return len(freed)
+
+    @staticmethod
+    def allocations_in(conn, instance_uuid):
+        """{purpose: allocation} of the instance, in ``conn``'s transaction."""
+        return {row['purpose']: row for row in
+                _ALLOCATIONS.run(conn, uuid=instance_uuid).rows}
 
     def list_allocations(self, *, instance_uuid=None, host=None):
         query = sa.select(A).order_by(A.c.id)

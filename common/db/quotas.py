@@ -26,6 +26,8 @@ from sqlalchemy.dialects import sqlite
 
 from common import exception
 from common.db import models
+from common.db import prepared
+from common.db.prepared import bind
 from common.states import vm
 
 # Nova's quota-set names, and the instance column each one counts.
@@ -37,6 +39,37 @@ NOTHING = dict.fromkeys(RESOURCES, 0)
 U = models.QuotaUsage.__table__
 C = models.QuotaCharge.__table__
 L = models.QuotaLimit.__table__
+
+
+# The statements of every state change's bookkeeping, built once
+# (common.db.prepared).
+_HELD = prepared.Prepared(sa.select(*(C.c[r] for r in RESOURCES)).where(
+    C.c.instance_uuid == bind('uuid')))
+_LIMITS = prepared.Prepared(sa.select(L.c.resource, L.c.hard_limit).where(
+    L.c.project_id == bind('project')))
+_UNCHARGE = prepared.Prepared(sa.delete(C).where(
+    C.c.instance_uuid == bind('uuid')))
+_RECHARGE = prepared.Prepared(sa.update(C).where(
+    C.c.instance_uuid == bind('uuid')).values(
+        {r: bind('want_' + r, C.c[r].type) for r in RESOURCES}))
+_CHARGE = prepared.Prepared(sa.insert(C).values(
+    instance_uuid=bind('uuid', C.c.instance_uuid.type),
+    project_id=bind('project', C.c.project_id.type),
+    **{r: bind('want_' + r, C.c[r].type) for r in RESOURCES}))
+
+
+def _move(guarded):
+    """The UPDATE that moves a project's usage by ``delta_*``, refused
+    (no row) if a resource of ``guarded`` would go over ``limit_*``."""
+    def build():
+        delta = {r: bind('delta_' + r, U.c[r].type) for r in RESOURCES}
+        guards = [U.c[r] + delta[r] <= bind('limit_' + r, U.c[r].type)
+                  for r in guarded]
+        return sa.update(U).where(U.c.project_id == bind('project'),
+                                  *guards).values(
+            updated_at=bind('now', U.c.updated_at.type),
+            **{r: U.c[r] + delta[r] for r in RESOURCES})
+    return prepared.cached(('quota_usages.move', guarded), build)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,10 +121,8 @@ def wanted(inst, settings, *, held=NOTHING, extra=None):
 
 
 def held_by(conn, instance_uuid):
-    row = conn.execute(sa.select(C).where(
-        C.c.instance_uuid == instance_uuid)).first()
-    return dict(NOTHING) if row is None else {r: row._mapping[r]
-                                              for r in RESOURCES}
+    row = _HELD.one(conn, uuid=instance_uuid)
+    return dict(NOTHING) if row is None else row
 
 
 # --- limits ---------------------------------------------------------------------
@@ -99,9 +130,8 @@ def held_by(conn, instance_uuid):
 def limits(conn, project_id, settings):
     """{resource: limit} for the project: overrides over the defaults."""
     found = dict(settings.defaults)
-    for row in conn.execute(sa.select(L.c.resource, L.c.hard_limit).where(
-            L.c.project_id == project_id)):
-        found[row.resource] = row.hard_limit
+    for row in _LIMITS.run(conn, project=project_id).rows:
+        found[row['resource']] = row['hard_limit']
     return found
 
 
@@ -146,31 +176,33 @@ def charge(conn, inst, want, *, settings, now, check, held=None):
     if not any(delta.values()):
         return
     project = inst['project_id']
-    guards = [U.c.project_id == project]
+    binds = {'project': project, 'now': now}
+    binds.update(('delta_' + r, delta[r]) for r in RESOURCES)
+    guarded = ()
     if check:
         limit = limits(conn, project, settings)
-        guards += [U.c[r] + delta[r] <= limit[r] for r in RESOURCES
-                   if delta[r] > 0 and limit[r] != UNLIMITED]
-    move = sa.update(U).where(*guards).values(
-        updated_at=now, **{r: U.c[r] + delta[r] for r in RESOURCES})
-    if conn.execute(move).rowcount != 1:
+        guarded = tuple(r for r in RESOURCES
+                        if delta[r] > 0 and limit[r] != UNLIMITED)
+        binds.update(('limit_' + r, limit[r]) for r in guarded)
+    move = _move(guarded)
+    if move.run(conn, **binds).rowcount != 1:
         # The project's first instance (no usage row yet), or over a limit.
         insert_new(conn, U, project_id=project, updated_at=now, **NOTHING)
-        if conn.execute(move).rowcount != 1:
+        if move.run(conn, **binds).rowcount != 1:
             _explain(conn, project, delta, limits(conn, project, settings))
     _store_charge(conn, inst, want, held)
 
 
 def _store_charge(conn, inst, want, held):
-    where = C.c.instance_uuid == inst['uuid']
     if not any(want.values()):
-        conn.execute(sa.delete(C).where(where))
-    elif any(held.values()):
-        conn.execute(sa.update(C).where(where).values(**want))
+        _UNCHARGE.run(conn, uuid=inst['uuid'])
+        return
+    binds = {'want_' + r: want[r] for r in RESOURCES}
+    if any(held.values()):
+        _RECHARGE.run(conn, uuid=inst['uuid'], **binds)
     else:
-        conn.execute(sa.insert(C).values(instance_uuid=inst['uuid'],
-                                         project_id=inst['project_id'],
-                                         **want))
+        _CHARGE.run(conn, uuid=inst['uuid'], project=inst['project_id'],
+                    **binds)
 
 
 def _explain(conn, project, delta, limit):

@@ -14,6 +14,8 @@ interval at the moment of the delete.
 import sqlalchemy as sa
 
 from common.db import models
+from common.db import prepared
+from common.db.prepared import bind
 from common.states import vm
 
 BILLABLE = frozenset({vm.ACTIVE, vm.RESCUED, vm.PAUSED, vm.RESIZED})
@@ -23,10 +25,18 @@ UI = models.UsageInterval.__table__
 I = models.Instance.__table__          # noqa: E741
 
 
+# Built once (common.db.prepared): track() runs in every state change.
+_OPEN = prepared.Prepared(sa.select(UI).where(
+    UI.c.instance_uuid == bind('uuid'), UI.c.ended_at.is_(None)))
+_CLOSE = prepared.Prepared(sa.update(UI).where(UI.c.id == bind('id')).values(
+    ended_at=bind('now', UI.c.ended_at.type)))
+_START = prepared.Prepared(sa.insert(UI).values(
+    {c: bind(c, UI.c[c].type) for c in ('instance_uuid', 'project_id',
+                                         'started_at') + _FLAVOR}))
+
+
 def _open_interval(conn, instance_uuid):
-    row = conn.execute(sa.select(UI).where(
-        UI.c.instance_uuid == instance_uuid, UI.c.ended_at.is_(None))).first()
-    return None if row is None else dict(row._mapping)
+    return _OPEN.one(conn, uuid=instance_uuid)
 
 
 def track(conn, after, now):
@@ -35,13 +45,12 @@ def track(conn, after, now):
     billable = after['vm_state'] in BILLABLE
     if current is not None and (not billable or any(
             current[k] != after[k] for k in _FLAVOR)):
-        conn.execute(sa.update(UI).where(UI.c.id == current['id']).values(
-            ended_at=now))
+        _CLOSE.run(conn, id=current['id'], now=now)
         current = None
     if billable and current is None:
-        conn.execute(sa.insert(UI).values(
-            instance_uuid=after['uuid'], project_id=after['project_id'],
-            started_at=now, ended_at=None, **{k: after[k] for k in _FLAVOR}))
+        _START.run(conn, instance_uuid=after['uuid'],
+                   project_id=after['project_id'], started_at=now,
+                   **{k: after[k] for k in _FLAVOR})
 
 
 def intervals(conn, *, start, end, project_id=None):

@@ -1,5 +1,8 @@
 """The default rules: own project, admin for the table's admin-only actions."""
 
+import os
+import time
+
 import pytest
 from oslo_config import cfg
 
@@ -53,3 +56,55 @@ def test_reads_and_hosts(rules):
         rules.authorize(alice, 'tristate:hypervisors:index')
     assert err.value.code == 403
     assert 'tristate:hypervisors:index' in err.value.message
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def _policy_file(tmp_path, text):
+    path = tmp_path / 'policy.yaml'
+    path.write_text(text)
+    conf_file = tmp_path / 'tristate.conf'
+    conf_file.write_text('[oslo_policy]\npolicy_file = %s\n' % path)
+    conf = cfg.ConfigOpts()
+    conf(['--config-file', str(conf_file)], default_config_files=[])
+    return path, conf
+
+
+def test_an_edited_policy_file_applies_once_the_memory_ends(tmp_path):
+    """Decisions are remembered for a second at most: a rule tightened in
+    the policy file refuses from then on, and a remembered refusal is a
+    403 like the first."""
+    path, conf = _policy_file(tmp_path, '{}\n')
+    clock = _Clock()
+    rules = policy.Policy(conf, memory=1.0, clock=clock)
+    alice = _ctx('alice', 'p1')
+    own = {'project_id': 'p1'}
+    assert rules.allows(alice, 'tristate:servers:delete', own)
+    path.write_text('"tristate:servers:delete": "rule:context_is_admin"\n')
+    later = time.time() + 10        # a newer mtime, whatever its granularity
+    os.utime(path, (later, later))
+    clock.now += 0.5
+    assert rules.allows(alice, 'tristate:servers:delete', own)
+    clock.now += 0.6
+    assert not rules.allows(alice, 'tristate:servers:delete', own)
+    with pytest.raises(exception.Forbidden) as err:
+        rules.authorize(alice, 'tristate:servers:delete', own)
+    assert 'tristate:servers:delete' in err.value.message
+
+
+def test_a_decision_is_remembered_per_caller_and_target(rules):
+    """The memory never lends one caller's or one target's answer to
+    another: bob is refused alice's server right after alice was allowed."""
+    alice, bob = _ctx('alice', 'p1'), _ctx('bob', 'p2')
+    own = {'project_id': 'p1'}
+    for _ in range(2):
+        assert rules.allows(alice, 'tristate:servers:delete', own)
+        assert not rules.allows(bob, 'tristate:servers:delete', own)
+        assert rules.allows(bob, 'tristate:servers:delete',
+                            {'project_id': 'p2'})
