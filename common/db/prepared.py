@@ -109,7 +109,7 @@ class _Form:
             values.append(value if process is None else process(value))
         if self.positional:
             return tuple(values)
-        return {slot[0]: value for slot, value in zip(self.slots, values)}
+        return {slot[0]: value for slot, value in zip(self.slots, values, strict=True)}
 
     def rows(self, cursor):
         if not self.keys:
@@ -118,7 +118,7 @@ class _Form:
         out = []
         for raw in cursor.fetchall():
             out.append({key: (value if read is None else read(value))
-                        for key, read, value in zip(keys, readers, raw)})
+                        for key, read, value in zip(keys, readers, raw, strict=True)})
         return out
 
 
