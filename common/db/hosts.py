@@ -226,19 +226,19 @@ class HostsMixin:
     def _allocate(self, conn, ctx, instance_uuid, take, values, purpose,
                   flavor_name, reservation_id):
         """False if the host (``b_host``) has no room left; else took it."""
-        if conn.execute(take, values).rowcount != 1:
+        if take.run_with(conn, values).rowcount != 1:
             return False
         now = self.clock()
-        res = conn.execute(scheduling.PLACE[purpose == 'instance'], {
-            'b_uuid': instance_uuid, 'b_task_id': ctx.task_id, 'b_now': now,
-            'b_host': values['b_host']})
+        res = scheduling.PLACE[purpose == 'instance'].run(
+            conn, uuid=instance_uuid, task_id=ctx.task_id, now=now,
+            host=values['b_host'])
         if res.rowcount != 1:
             self._preempted(conn, instance_uuid, ctx.task_id)
-        conn.execute(scheduling.RECORD, {
-            'instance_uuid': instance_uuid, 'host': values['b_host'],
-            'purpose': purpose, 'flavor_name': flavor_name,
-            'vcpus': values['b_vcpus'], 'memory_mb': values['b_memory_mb'],
-            'disk_gb': values['b_disk_gb'], 'created_at': now})
+        scheduling.RECORD.run(
+            conn, instance_uuid=instance_uuid, host=values['b_host'],
+            purpose=purpose, flavor_name=flavor_name, vcpus=values['b_vcpus'],
+            memory_mb=values['b_memory_mb'], disk_gb=values['b_disk_gb'],
+            created_at=now)
         if reservation_id is not None:
             lease_hosts.record_instance(conn, reservation_id, instance_uuid,
                                         now)

@@ -57,7 +57,8 @@ class Outcome:
 class _Form:
     """One statement compiled for one dialect."""
 
-    __slots__ = ('sql', 'positional', 'slots', 'keys', 'readers')
+    __slots__ = ('sql', 'positional', 'slots', 'keys', 'types', 'dialect',
+                 'readers')
 
     def __init__(self, stmt, dialect):
         compiled = stmt.compile(dialect=dialect)
@@ -78,9 +79,9 @@ class _Form:
         if len(set(self.keys)) != len(self.keys):
             raise ValueError('cannot prepare %s: two result columns share a '
                              'name' % stmt)
-        self.readers = tuple(
-            col.type.dialect_impl(dialect).result_processor(dialect, None)
-            for col in columns)
+        self.types = tuple(col.type.dialect_impl(dialect) for col in columns)
+        self.dialect = dialect
+        self.readers = None         # known from the first result's types
 
     @staticmethod
     def _slot(param, name, dialect):
@@ -111,10 +112,20 @@ class _Form:
             return tuple(values)
         return {slot[0]: value for slot, value in zip(self.slots, values, strict=True)}
 
+    def _readers(self, description):
+        """Each column's result processor; the driver's type codes (which
+        PostgreSQL's numeric types need) are the same at every run."""
+        return tuple(impl.result_processor(self.dialect, column[1])
+                     for impl, column in zip(self.types, description,
+                                             strict=True))
+
     def rows(self, cursor):
         if not self.keys:
             return []
-        keys, readers = self.keys, self.readers
+        readers = self.readers
+        if readers is None:
+            readers = self.readers = self._readers(cursor.description)
+        keys = self.keys
         out = []
         for raw in cursor.fetchall():
             out.append({key: (value if read is None else read(value))
@@ -162,6 +173,27 @@ class Prepared:
     def one(self, conn, **params):
         """The first row as a dict, or None."""
         return self.run(conn, **params).first()
+
+    def run_with(self, conn, values):
+        """:meth:`run` with ``values`` keyed by the full bound names
+        (``b_`` + name), as Core's ``execute`` takes them."""
+        return self.run(conn, **{key[len(PREFIX):]: value
+                                 for key, value in values.items()})
+
+
+class Plain:
+    """:class:`Prepared`'s interface over a statement built for one use
+    (one that carries its own values, or an expanding ``IN``): run by
+    SQLAlchemy Core."""
+
+    def __init__(self, stmt):
+        self.stmt = stmt
+
+    def run_with(self, conn, values):
+        result = conn.execute(self.stmt, values)
+        rows = ([dict(r._mapping) for r in result] if result.returns_rows
+                else [])
+        return Outcome(result.rowcount, rows)
 
 
 def _wrapped(conn, dbapi_conn, cursor, sql, values, err):

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from common.db import lease_hosts
 from common.db import models
+from common.db import prepared
 
 H = models.Host.__table__
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
@@ -34,15 +35,16 @@ def free_ram(used):
     return H.c.memory_mb * H.c.ram_ratio - used
 
 
-STAMPED = sa.select(
-    sa.select(sa.func.min(H.c.ram_ratio)).scalar_subquery(),
-    sa.select(sa.func.max(H.c.ram_ratio)).scalar_subquery())
+STAMPED = prepared.Prepared(sa.select(
+    sa.select(sa.func.min(H.c.ram_ratio)).scalar_subquery().label('low'),
+    sa.select(sa.func.max(H.c.ram_ratio)).scalar_subquery().label('high')))
 
 
 def stamped_with(conn, ratio):
     """True if every host's free_memory_mb is computed with ``ratio`` (or
     there is no host): two index lookups."""
-    low, high = conn.execute(STAMPED).one()
+    row = STAMPED.one(conn)
+    low, high = row['low'], row['high']
     return low is None or low == high == ratio
 
 
@@ -62,11 +64,14 @@ def _room():
             <= H.c.disk_gb * _p('disk_ratio', ratio)]
 
 
-def _cached(key, reserved, build):
-    if reserved is not None and reserved is not lease_hosts.NOT_HELD:
-        return build()
+def _cached(key, reserved, build, *, expanding=False):
+    """The statement of ``key``: prepared once, unless it carries a lease
+    filter of its own or an expanding IN (then built and run by Core)."""
+    if expanding or (reserved is not None
+                     and reserved is not lease_hosts.NOT_HELD):
+        return prepared.Plain(build())
     if key not in _CACHE:
-        _CACHE[key] = build()
+        _CACHE[key] = prepared.Prepared(build())
     return _CACHE[key]
 
 
@@ -93,7 +98,7 @@ def find_query(*, pack, fast, only, exclude, limit, reserved):
         return sa.select(H).where(*where).order_by(
             weigher.asc() if pack else weigher.desc(), H.c.name).limit(limit)
     key = ('find', pack, fast, only, exclude, limit, reserved is not None)
-    return _cached(key, reserved, build)
+    return _cached(key, reserved, build, expanding=exclude)
 
 
 def find(conn, values, **shape):
@@ -104,7 +109,7 @@ def find(conn, values, **shape):
     is there too); otherwise the weigher is computed for every host."""
     fast = stamped_with(conn, values['b_ram_ratio'])
     query = find_query(fast=fast, **shape)
-    return [dict(r._mapping) for r in conn.execute(query, values)]
+    return query.run_with(conn, values).rows
 
 
 def take_query(*, reserved):
@@ -132,5 +137,9 @@ def _place(host):
 
 # The instance placed by its task (a build's or migration's: its host too),
 # and the allocation recorded, in allocate's transaction.
-PLACE = {True: _place(True), False: _place(False)}
-RECORD = sa.insert(A)
+PLACE = {True: prepared.Prepared(_place(True)),
+         False: prepared.Prepared(_place(False))}
+RECORD = prepared.Prepared(sa.insert(A).values(
+    {c: prepared.bind(c, A.c[c].type)
+     for c in ('instance_uuid', 'host', 'purpose', 'flavor_name', 'vcpus',
+               'memory_mb', 'disk_gb', 'created_at')}))
