@@ -47,9 +47,9 @@ class Touched:
         load, stage = fake_store._load, fake_store._stage
         monkeypatch.setattr(fake_store, '_load', lambda path: (
             self.read.append(os.path.basename(path)), load(path))[1])
-        monkeypatch.setattr(fake_store, '_stage', lambda path, value, **kw: (
+        monkeypatch.setattr(fake_store, '_stage', lambda path, value: (
             self.written.append(os.path.basename(path)),
-            stage(path, value, **kw))[1])
+            stage(path, value))[1])
 
 
 def watcher(drv):
@@ -174,10 +174,10 @@ def test_a_write_that_fails_leaves_every_file_as_it_was(drv, monkeypatch,
     record, meta = drv.domain_record(UUID), drv.store.meta()
     stage = fake_store._stage
 
-    def broken(path, value, **kw):
+    def broken(path, value):
         if os.path.basename(path) == failing:
             raise OSError(28, 'No space left on device')
-        return stage(path, value, **kw)
+        return stage(path, value)
 
     monkeypatch.setattr(fake_store, '_stage', broken)
     with pytest.raises(OSError):
