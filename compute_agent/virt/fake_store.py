@@ -59,7 +59,11 @@ LOG = logging.getLogger(__name__)
 STORE_SUBDIR = 'fakevirt'
 HOST_FILE = 'host.json'
 DOMAINS_SUBDIR = 'domains'
-JOURNAL_LENGTH = 128
+# Entries kept in host.json's journal. Every poll of the watcher and every
+# operation parses host.json, so this bounds their cost; a watcher falls
+# behind (and rescans every file) only after more changes than this between
+# two of its polls (0.1 s by default), far above what one host sees.
+JOURNAL_LENGTH = 64
 
 
 def store_dir(state_dir):
