@@ -3,8 +3,8 @@ domains in the fake hypervisor's stores, and one real agent
 :class:`~compute_agent.reporter.Reporter` per host (fake driver), many per
 process, all speaking the real RPC API to the conductor over one bus.
 
-Only the set-up takes shortcuts (bulk INSERTs, store files written once per
-host); what is measured, the full power report, is the agent's own code
+Only the set-up takes shortcuts (bulk INSERTs, each host's store written in
+one update); what is measured, the full power report, is the agent's own code
 path: ``Reporter.full_report()`` reads every domain of its host, numbers
 the reports and calls ``power_report`` on the conductor.
 """
@@ -45,10 +45,9 @@ def seed(statedb, state_dir, hosts, per_host):
     rows = []
     flavor = {'name': 'tiny', 'vcpus': 1, 'memory_mb': 512, 'disk_gb': 1}
     for host in hosts:
-        store = fake.HostStore(state_dir, host)
-        with store.update() as data:
-            for n in range(per_host):
-                uuid = str(uuidlib.uuid4())
+        uuids = [str(uuidlib.uuid4()) for _ in range(per_host)]
+        with fake.HostStore(state_dir, host).update(*uuids) as data:
+            for n, uuid in enumerate(uuids):
                 rows.append(dict(template, uuid=uuid, name='%s-%d' % (host, n),
                                  host=host))
                 rec = fake._new_record(uuid, 'vm', flavor, 'cirros')

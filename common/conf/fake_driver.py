@@ -1,7 +1,8 @@
 """Options of the ``[fake_driver]`` group: the fake hypervisor's host.
 
 Read by :meth:`compute_agent.virt.fake.FakeDriver.from_conf` only. The fake
-keeps its domains under ``[DEFAULT] state_dir``/fakevirt/, one file per host.
+keeps its domains under ``[DEFAULT] state_dir``/fakevirt/<host>/, one file per
+domain (:mod:`compute_agent.virt.fake_store`).
 """
 
 from oslo_config import cfg
@@ -50,7 +51,7 @@ opts = [
                  'store when the agent starts, so tristate-fakevirt can clear '
                  'them. Default: empty (nothing fails).'),
     cfg.FloatOpt('poll_interval', default=0.1, min=0.01, max=5.0,
-                 help='Seconds between two checks of the host\'s store file '
+                 help='Seconds between two checks of the host\'s store '
                       'for changes made from outside (tristate-fakevirt, '
                       'another process) and for cleared faults. Range '
                       '0.01-5; default 0.1; 0 is not allowed.'),

@@ -130,7 +130,7 @@ def _build_conf():
     # Its own dest: [DEFAULT] state_dir already owns 'state_dir'.
     conf.register_cli_opt(cfg.StrOpt(
         'state-dir', dest='cli_state_dir', metavar='DIR',
-        help='Directory holding fakevirt/<host>.json. Default: [DEFAULT] '
+        help='Directory holding fakevirt/<host>/. Default: [DEFAULT] '
              'state_dir of the config files.'))
     conf.register_cli_opt(cfg.SubCommandOpt(
         'command', title='commands', handler=_add_parsers,

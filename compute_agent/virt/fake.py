@@ -1,31 +1,35 @@
-"""The fake hypervisor: one host's domains in a JSON file other processes share.
+"""The fake hypervisor: one host's domains in files other processes share.
 
-Owns the fake's world: the store (:class:`HostStore`, one file per host under
-``<state_dir>/fakevirt/<host>.json``), the power effect of every operation
-(:data:`POWER_EFFECTS`, one line each), injected latency and faults, and the
-watcher thread. ``tristate-fakevirt`` (:mod:`compute_agent.cmd.fakevirt`)
-edits the same files as a guest or a host admin would, so an agent sees what
-it would on a real host: guests that shut down, crash, vanish or start alone.
+Owns the fake's world: what a domain record holds and how it changes (the
+power effect of every operation, :data:`POWER_EFFECTS`, one line each),
+injected latency and faults, and the watcher thread. The files themselves
+(one per domain under ``<state_dir>/fakevirt/<host>/``, their locking,
+atomic writes and change journal) belong to
+:mod:`compute_agent.virt.fake_store`, whose docstring says why they are laid
+out so. ``tristate-fakevirt`` (:mod:`compute_agent.cmd.fakevirt`) edits the
+same files as a guest or a host admin would, so an agent sees what it would
+on a real host: guests that shut down, crash, vanish or start alone.
 
 Reasons: an operation the agent asked for leaves ``reason`` None; a reason
 (``guest``, ``crashed``) says the change was made *outside* the agent, which
 is what reconcile keys on. Exception: a ``fail_no_rollback`` fault leaves the
 domain CRASHED with reason ``unknown`` (a half-done operation).
 
-Store file::
+A domain's record (``domains/<uuid>.json``)::
 
-    {"host": "h1", "seq": 42,
-     "domains": {uuid: {uuid, name, power_state, reason, flavor,
-                        previous_flavor, image_ref, rescued, rescue_image_ref,
-                        snapshots, seq, last_op, broken_by, updated_at,
-                        rescue_password_sha256, snapshot_ids (when set)}},
-     "faults": {operation: {"mode": "hang", "remaining": null, "id": 7}}}
+    {uuid, name, power_state, reason, flavor, previous_flavor, image_ref,
+     rescued, rescue_image_ref, snapshots, seq, last_op, broken_by,
+     updated_at, rescue_password_sha256, snapshot_ids (when set)}
 
-``seq`` is the host's counter, bumped on every change; a domain's ``seq`` is
-the counter at its last change, so it grows with every change of the domain,
-also across a migration (the destination's counter is raised above it).
-Writers ``flock`` ``<host>.json.lock``, write a temporary file and
-``os.replace`` it, so readers (no lock) always see a whole file. Safe between
+and the host's faults (in ``host.json``)::
+
+    {operation: {"mode": "hang", "remaining": null, "id": 7}}
+
+The host's ``seq`` is its counter, bumped on every change; a domain's ``seq``
+is the counter at its last change, so it grows with every change of the
+domain, also across a migration (the destination's counter is raised above
+it). Every operation reads and writes only its own domain's file and the
+host's small file, whatever the number of domains on the host. Safe between
 threads and processes.
 
 Faults: ``remaining`` None fires on every call; a count goes down to 0 and the
@@ -36,25 +40,21 @@ faults to the store, so they are cleared the same way.
 """
 
 import contextlib
-import copy
 import dataclasses
-import fcntl
 import hashlib
-import json
 import logging
-import os
-import tempfile
 import threading
 import time
 
 from common import states
 from common.states import power
 from compute_agent.virt import driver
+from compute_agent.virt import fake_store
 from compute_agent.virt.driver import VirtError
 
 LOG = logging.getLogger(__name__)
 
-STORE_SUBDIR = 'fakevirt'
+STORE_SUBDIR = fake_store.STORE_SUBDIR
 FAULT_MODES = ('fail', 'fail_no_rollback', 'hang')
 DEFAULT_CAPACITY = driver.Capacity(vcpus=16, memory_mb=65536, disk_gb=1000)
 _FLAVOR_KEYS = ('name', 'vcpus', 'memory_mb', 'disk_gb')
@@ -98,95 +98,27 @@ GUARDS = {
 }
 
 
-def store_dir(state_dir):
-    """The directory holding every fake host's file."""
-    return os.path.join(state_dir, STORE_SUBDIR)
-
-
-def list_hosts(state_dir):
-    """Names of the fake hosts that have a store under ``state_dir``."""
-    try:
-        names = os.listdir(store_dir(state_dir))
-    except FileNotFoundError:
-        return []
-    return sorted(n[:-5] for n in names
-                  if n.endswith('.json') and not n.startswith('.'))
+store_dir = fake_store.store_dir
+list_hosts = fake_store.list_hosts
 
 
 def find_host(state_dir, uuid):
     """The host whose store holds domain ``uuid``, or None."""
     for host in list_hosts(state_dir):
-        if uuid in HostStore(state_dir, host).read()['domains']:
+        if HostStore(state_dir, host).domain(uuid) is not None:
             return host
     return None
 
 
-def _empty(host):
-    return {'host': host, 'seq': 0, 'domains': {}, 'faults': {}}
-
-
-class HostStore:
-    """One host's domains and faults, in a file shared between processes."""
-
-    def __init__(self, state_dir, host):
-        if not host or os.sep in host or host.startswith('.'):
-            raise ValueError('invalid fake host name %r' % host)
-        self.host = host
-        self.dir = store_dir(state_dir)
-        self.path = os.path.join(self.dir, host + '.json')
-        self._lock_path = self.path + '.lock'
-
-    def read(self):
-        """The whole store, without locking (writers replace it atomically)."""
-        try:
-            with open(self.path) as f:
-                return json.load(f)
-        except FileNotFoundError:
-            return _empty(self.host)
-        except ValueError as exc:
-            raise VirtError('fake host store %s is not valid JSON: %s'
-                            % (self.path, exc)) from None
-
-    def stat(self):
-        """What changes whenever the file is replaced, or None if absent."""
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        return st.st_ino, st.st_mtime_ns, st.st_size
-
-    @contextlib.contextmanager
-    def update(self):
-        """Yield the store, locked; write it back if it changed.
-
-        An exception inside the block leaves the file as it was.
-        """
-        os.makedirs(self.dir, exist_ok=True)
-        with open(self._lock_path, 'a') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            before = None if self.stat() is None else self.read()
-            data = copy.deepcopy(before) or _empty(self.host)
-            yield data
-            if data != before:      # a new host's file is written at once
-                self._write(data)
-
-    def _write(self, data):
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix='.%s.' % self.host,
-                                   suffix='.tmp')
-        try:
-            with os.fdopen(fd, 'w') as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+class HostStore(fake_store.HostFiles):
+    """One host's domains and faults, in files shared between processes;
+    what a guest or a host admin changes from outside the agent."""
 
     # --- changes made from outside the agent (tristate-fakevirt) ------------
 
     def set_power(self, uuid, power_state, reason, *, by):
         """Set a domain's power as a guest or an admin would; its record."""
-        with self.update() as data:
+        with self.update(uuid) as data:
             rec = _get(data, uuid, self.host)
             rec['power_state'], rec['reason'] = power_state, reason
             _touch(data, rec, by)
@@ -194,7 +126,7 @@ class HostStore:
 
     def remove(self, uuid):
         """Make a domain vanish; its last record."""
-        with self.update() as data:
+        with self.update(uuid) as data:
             rec = _get(data, uuid, self.host)
             del data['domains'][uuid]
             data['seq'] += 1
@@ -361,15 +293,15 @@ class FakeDriver(driver.ComputeDriver):
         return self.capacity
 
     def list_domains(self):
-        return [_info(rec) for rec in self.store.read()['domains'].values()]
+        return [_info(rec) for rec in self.store.domains().values()]
 
     def get_domain(self, uuid):
-        rec = self.store.read()['domains'].get(uuid)
+        rec = self.store.domain(uuid)
         return None if rec is None else _info(rec)
 
     def domain_record(self, uuid):
         """The whole stored record of ``uuid`` (a copy), or None."""
-        return self.store.read()['domains'].get(uuid)
+        return self.store.domain(uuid)
 
     def watch(self, callback):
         """Report every change of (power_state, reason), and every domain that
@@ -389,7 +321,7 @@ class FakeDriver(driver.ComputeDriver):
 
     def destroy(self, uuid):
         self._prelude('destroy', uuid)
-        with self.store.update() as data:
+        with self.store.update(uuid) as data:
             if data['domains'].pop(uuid, None) is not None:
                 data['seq'] += 1
 
@@ -451,7 +383,7 @@ class FakeDriver(driver.ComputeDriver):
         stores = sorted([self.store, HostStore(self.state_dir, dest)],
                         key=lambda s: s.host)    # one lock order: no deadlock
         with contextlib.ExitStack() as stack:
-            data = {s.host: stack.enter_context(s.update()) for s in stores}
+            data = {s.host: stack.enter_context(s.update(uuid)) for s in stores}
             source, target = data[self.host], data[dest]
             rec = _get(source, uuid, self.host)
             _apply_power('migrate_out', rec, self.host)
@@ -479,7 +411,7 @@ class FakeDriver(driver.ComputeDriver):
     def _run(self, operation, uuid, change=None, *, new=None):
         """Latency, fault, then guard, power effect and ``change(record)``."""
         self._prelude(operation, uuid, new=new)
-        with self.store.update() as data:
+        with self.store.update(uuid) as data:
             if new is not None:
                 if uuid in data['domains']:
                     raise VirtError('domain %s already exists on host %s'
@@ -509,7 +441,7 @@ class FakeDriver(driver.ComputeDriver):
         raise VirtError('injected fault: %s failed' % where)
 
     def _take_fault(self, operation):
-        if operation not in self.store.read()['faults']:
+        if operation not in self.store.meta()['faults']:
             return None      # the common case takes no lock
         with self.store.update() as data:
             fault = data['faults'].get(operation)
@@ -520,7 +452,7 @@ class FakeDriver(driver.ComputeDriver):
             return dict(fault)
 
     def _break(self, operation, uuid, new):
-        with self.store.update() as data:
+        with self.store.update(uuid) as data:
             rec = data['domains'].get(uuid)
             if rec is None and new is not None:
                 rec = data['domains'][uuid] = new
@@ -535,7 +467,7 @@ class FakeDriver(driver.ComputeDriver):
         return the error to raise."""
         deadline = time.monotonic() + self.hang_timeout
         while True:
-            fault = self.store.read()['faults'].get(operation)
+            fault = self.store.meta()['faults'].get(operation)
             if fault is None or fault['id'] != fault_id:
                 return VirtError('injected fault: %s hung until the fault '
                                  'was cleared' % where)
@@ -548,22 +480,27 @@ class FakeDriver(driver.ComputeDriver):
                                  'stopped' % where)
 
 
+def _state(rec):
+    return None if rec is None else (rec['power_state'], rec['reason'])
+
+
 class _Watcher(threading.Thread):
     """Polls one store and reports each domain whose (power_state, reason)
-    changed, appeared or vanished, whoever changed it."""
+    changed, appeared or vanished, whoever changed it.
+
+    A poll reads the host's small file; only when its ``gen`` moved does it
+    read the domains the journal names (all of them if it fell behind), so
+    an idle poll costs the same on a host of 10 domains as of 10,000.
+    """
 
     def __init__(self, store, stopping, interval):
         super().__init__(name='fakevirt-watch-%s' % store.host, daemon=True)
         self.callbacks = []
         self._store, self._stopping, self._interval = store, stopping, interval
-        # stat before read: a change in between is seen again, never missed.
-        self._stat = store.stat()
-        self._known = self._snapshot()
-
-    def _snapshot(self):
-        domains = self._store.read()['domains']
-        return {uuid: (rec['power_state'], rec['reason'])
-                for uuid, rec in domains.items()}
+        # gen before the read: a change in between is seen again, never missed.
+        self._gen = store.meta()['gen']
+        self._known = {uuid: _state(rec)
+                       for uuid, rec in store.domains().items()}
 
     def run(self):
         while not self._stopping.wait(self._interval):
@@ -574,18 +511,33 @@ class _Watcher(threading.Thread):
                               self._store.host)
 
     def poll(self):
-        stat = self._store.stat()
-        if stat == self._stat:
+        meta = self._store.meta()
+        if meta['gen'] == self._gen:
             return
-        self._stat = stat
-        current = self._snapshot()
-        gone = {uuid: (power.NOSTATE, None)
-                for uuid in self._known.keys() - current.keys()}
-        changed = {uuid: state for uuid, state in current.items()
-                   if self._known.get(uuid) != state}
-        self._known = current
-        for uuid, (power_state, reason) in sorted({**gone, **changed}.items()):
-            self._notify(driver.DomainInfo(uuid, power_state, reason))
+        uuids = self._store.changed_since(self._gen, meta)
+        self._gen = meta['gen']
+        if uuids is None:           # the journal no longer reaches back
+            current = {uuid: _state(rec)
+                       for uuid, rec in self._store.domains().items()}
+            current.update((uuid, None) for uuid in self._known.keys()
+                           - current.keys())
+        else:
+            current = {uuid: _state(self._store.domain(uuid))
+                       for uuid in uuids}
+        for uuid, state in sorted(current.items(), key=lambda item: item[0]):
+            self._see(uuid, state)
+
+    def _see(self, uuid, state):
+        """Note the domain's (power_state, reason), None if gone; report it
+        if it differs from what was last seen."""
+        if state == self._known.get(uuid):
+            return
+        if state is None:
+            del self._known[uuid]
+            state = (power.NOSTATE, None)
+        else:
+            self._known[uuid] = state
+        self._notify(driver.DomainInfo(uuid, *state))
 
     def _notify(self, info):
         for callback in list(self.callbacks):
