@@ -138,22 +138,50 @@ class Database:
         have been committed; :class:`~common.exception.DBUnavailable` says so.
         """
         started = time.monotonic()
+        try:
+            # The first attempt runs outside tenacity, whose bookkeeping
+            # costs more than a short transaction; a transient failure goes
+            # on to the retries.
+            return self._run_once(fn, args, kwargs, readonly)
+        except Exception as err:
+            if not is_transient(err):
+                raise
+            first = err
+        return self._retry(first, started, fn, args, kwargs, readonly)
+
+    def _retry(self, first, started, fn, args, kwargs, readonly):
+        """Attempts 2 to ``max_retries``, after the first failed with
+        ``first``; waits and logs as if tenacity had made all of them."""
+        if self.max_retries <= 1:
+            raise self._unavailable(1, started, first) from first
+        self._log_retry(1, first)
+        time.sleep(self._wait(1))
         retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.max_retries),
-            wait=tenacity.wait_exponential(multiplier=self.retry_interval,
-                                           max=self.max_retry_interval),
+            stop=tenacity.stop_after_attempt(self.max_retries - 1),
+            wait=lambda state: self._wait(state.attempt_number + 1),
             retry=tenacity.retry_if_exception(is_transient),
-            before_sleep=self._log_retry,
+            before_sleep=lambda state: self._log_retry(
+                state.attempt_number + 1, state.outcome.exception()),
             reraise=False)
         try:
             return retrying(self._run_once, fn, args, kwargs, readonly)
         except tenacity.RetryError as err:
             last = err.last_attempt.exception()
-            metrics.db_error('unavailable')
-            raise exception.DBUnavailable(
-                attempts=err.last_attempt.attempt_number,
-                seconds=time.monotonic() - started,
-                reason=str(getattr(last, 'orig', last)).strip()) from last
+            raise self._unavailable(err.last_attempt.attempt_number + 1,
+                                    started, last) from last
+
+    def _wait(self, attempt):
+        """Seconds before the attempt after ``attempt``: exponential from
+        ``retry_interval``, at most ``max_retry_interval``."""
+        return max(0.0, min(self.retry_interval * 2 ** (attempt - 1),
+                            self.max_retry_interval))
+
+    @staticmethod
+    def _unavailable(attempts, started, last):
+        metrics.db_error('unavailable')
+        return exception.DBUnavailable(
+            attempts=attempts, seconds=time.monotonic() - started,
+            reason=str(getattr(last, 'orig', last)).strip())
 
     def _run_once(self, fn, args, kwargs, readonly):
         if readonly:
@@ -181,10 +209,9 @@ class Database:
             raise
 
     @staticmethod
-    def _log_retry(state):
+    def _log_retry(attempt, err):
         metrics.db_error('retried')
-        LOG.warning('Transient database error, attempt %d: %s',
-                    state.attempt_number, state.outcome.exception())
+        LOG.warning('Transient database error, attempt %d: %s', attempt, err)
 
     def dispose(self):
         self.engine.dispose()

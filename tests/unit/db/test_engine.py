@@ -71,6 +71,37 @@ def test_retries_are_bounded():
     assert err.value.code == 503
 
 
+def test_each_retry_is_logged_and_waits_exponentially(monkeypatch, caplog):
+    """Attempts are numbered from 1 in the log, and the waits between them
+    double from retry_interval up to max_retry_interval."""
+    slept = []
+    monkeypatch.setattr(engine.time, 'sleep', slept.append)
+    monkeypatch.setattr(engine.tenacity.nap.time, 'sleep', slept.append)
+    database = engine.Database('sqlite://', max_retries=5, retry_interval=0.1,
+                               max_retry_interval=0.3)
+
+    def txn(conn):
+        raise _operational(sqlite3.OperationalError('database is locked'))
+    with pytest.raises(exception.DBUnavailable) as err:
+        database.transaction(txn)
+    assert err.value.kwargs['attempts'] == 5
+    assert slept == pytest.approx([0.1, 0.2, 0.3, 0.3])
+    logged = [r.getMessage() for r in caplog.records
+              if 'Transient database error' in r.getMessage()]
+    assert [m.split(',')[1].split(':')[0] for m in logged] == [
+        ' attempt 1', ' attempt 2', ' attempt 3', ' attempt 4']
+
+
+def test_one_attempt_only_is_reported_unavailable():
+    database = engine.Database('sqlite://', max_retries=1, retry_interval=0)
+
+    def txn(conn):
+        raise _operational(sqlite3.OperationalError('database is locked'))
+    with pytest.raises(exception.DBUnavailable) as err:
+        database.transaction(txn)
+    assert err.value.kwargs['attempts'] == 1
+
+
 def test_other_errors_are_not_retried():
     calls = []
 
