@@ -109,11 +109,13 @@ class TaskGateway:
         self.db.update_progress(task_ctx, instance_uuid, step=step,
                                 percent=percent, host=host)
 
-    def finish(self, task_ctx, instance_uuid, *, host=None, values=None,
-               power=None, settle=(), derive=None):
+    def finish(self, task_ctx, instance_uuid, *, derive, host=None,
+               power=None):
+        """End the task successfully; ``derive`` as
+        :meth:`common.db.api.StateDB.finish_task` takes it. Returns
+        ``(before, after)``."""
         before, after = self.db.finish_task(
-            task_ctx, instance_uuid, values=values, power=power, host=host,
-            settle=settle, derive=derive)
+            task_ctx, instance_uuid, power=power, host=host, derive=derive)
         _trace(task_ctx, after)
         LOG.info('Task %s on instance %s finished: %s -> %s',
                  before['task_action'], instance_uuid, before['vm_state'],
@@ -121,7 +123,7 @@ class TaskGateway:
         self._notify_update(task_ctx, before, after)
         self._notify_action(task_ctx, before['task_action'], 'end', after)
         metrics.task_ended(before, after, 'finished')
-        return after
+        return before, after
 
     def fail(self, task_ctx, instance_uuid, *, error, rolled_back, host=None,
              power=None, settle=()):

@@ -98,20 +98,19 @@ class Results:
         everything else the conductor derives itself, from the row the
         finish reads in its transaction."""
         hints = values or {}
-        seen = {}
 
         def derive(conn, inst):
-            seen['action'] = action = inst['task_action']
+            action = inst['task_action']
             return (self._values_on_success(conn, inst, action, hints),
                     _ON_SUCCESS.get(action, []))
-        after = self.gateway.finish(ctx, instance_uuid, host=host,
-                                    power=power, derive=derive)
+        before, after = self.gateway.finish(ctx, instance_uuid, host=host,
+                                            power=power, derive=derive)
         # What the hypervisor said during the task is decided on now; not
         # after a migration: that was the old host's word ("vanished"), the
         # new host's next report decides. ``after`` is the row as written:
         # it was held from the finish's read to its commit, so a power
         # report stored while the task ran is in it.
-        if seen['action'] != 'live_migrate':
+        if before['task_action'] != 'live_migrate':
             self.reconciler.consider(after)
         return after
 

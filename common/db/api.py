@@ -151,7 +151,7 @@ def _checked(derive):
     return checked
 
 
-def _claim_statement(action, spec, with_power_seq):
+def _claim_statement(action, with_power_seq):
     """The claim's conditional UPDATE for ``action``, built once."""
     def build():
         allowed = TABLE.allowed_from(action)
@@ -165,7 +165,7 @@ def _claim_statement(action, spec, with_power_seq):
             'task_updated_at': now, 'progress_step': None,
             'progress_percent': 0, 'updated_at': now,
         }
-        if spec.saves_return:
+        if TABLE.action(action).saves_return:
             values['return_vm_state'] = I.c.vm_state
         guards = [I.c.uuid == bind('uuid'), I.c.task_id.is_(None),
                   _among(I.c.vm_state, allowed)]
@@ -342,12 +342,12 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         task_id = task_id or new_uuid()
         extra = None if flavor is None else quotas.of_flavor(flavor)
         return self.db.transaction(self._claim, ctx, instance_uuid, action,
-                                   spec, task_id, power_seq, message, extra)
+                                   task_id, power_seq, message, extra)
 
-    def _claim(self, conn, ctx, instance_uuid, action, spec, task_id,
+    def _claim(self, conn, ctx, instance_uuid, action, task_id,
                power_seq=None, message=None, extra=None):
         now = self.clock()
-        claim = _claim_statement(action, spec, power_seq is not None)
+        claim = _claim_statement(action, power_seq is not None)
         claimed = claim.one(conn, uuid=instance_uuid, task_id=task_id,
                             now=now, power_seq=power_seq)
         if claimed is None:

@@ -183,6 +183,18 @@ def test_finish_may_not_set_the_states(statedb, instances):
     assert instances.snapshot(uuid) == before
 
 
+def test_derived_values_may_not_set_the_states_either(statedb, instances):
+    """What a finish derives from its row is held to the same columns as
+    the values a caller passes: the task still runs, nothing changed."""
+    uuid = instances.active()
+    task = instances.start(uuid, 'stop')
+    before = instances.snapshot(uuid)
+    with pytest.raises(exception.Invalid, match='vm_state'):
+        statedb.finish_task(task, uuid, derive=lambda conn, inst: (
+            {'vm_state': vm.ACTIVE}, []))
+    assert instances.snapshot(uuid) == before
+
+
 def _failing(instances, action):
     """An instance running ``action`` from its first allowed state."""
     if action == 'build':
