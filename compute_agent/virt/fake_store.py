@@ -91,7 +91,9 @@ def list_hosts(state_dir):
 
 def _check_name(kind, name):
     if not name or os.sep in name or name.startswith('.'):
-        raise ValueError('invalid fake %s name %r' % (kind, name))
+        raise ValueError('invalid fake %s name %r: expected a non-empty name '
+                         'without %r that does not start with "."'
+                         % (kind, name, os.sep))
 
 
 def _empty_meta(host):
@@ -253,7 +255,9 @@ class HostFiles:
     def _commit(self, meta, before, data, uuids):
         strays = set(data['domains']) - set(uuids)
         if strays:
-            raise ValueError('domains %s were not named to update()'
+            raise ValueError('domains %s were added but not named to '
+                             'update(): name every domain the block adds or '
+                             'changes'
                              % ', '.join(sorted(strays)))
         changed = sorted({uuid for uuid in uuids
                           if data['domains'].get(uuid) != before.get(uuid)})
@@ -304,7 +308,8 @@ class HostFiles:
             domains, seq, faults = old['domains'], old['seq'], old['faults']
         except (KeyError, TypeError):
             raise VirtError('fake host store file %s is not a fake host '
-                            'store' % self.legacy_path) from None
+                            'store: expected a JSON object with domains, seq '
+                            'and faults' % self.legacy_path) from None
         _replace_all([(self._domain_path(uuid), rec)
                       for uuid, rec in domains.items()]
                      + [(self.host_path, dict(_empty_meta(self.host), seq=seq,

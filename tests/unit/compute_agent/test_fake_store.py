@@ -74,9 +74,9 @@ def test_each_domain_is_a_file_of_its_own(drv):
 
 
 def test_domain_names_cannot_leave_the_store(drv):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="'../h2/host': expected a non-empty"):
         drv.store.domain('../h2/host')
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match='does not start with'):
         drv.spawn('.hidden', name='vm', flavor=SMALL, image_ref='img')
 
 
