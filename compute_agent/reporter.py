@@ -2,7 +2,11 @@
 
 Power is reported bottom-up, always: at once when the driver sees a domain
 change (events, or the fake hypervisor's watcher), and in full every
-``power_sync_interval`` as a safety net. Each report carries a sequence
+``power_sync_interval`` as a safety net. The full report rides on a
+heartbeat (conductor RPC 1.4), which goes early when the report is due: one
+message per host per period for both, since the message costs the conductor
+more than the report it carries. Capped below 1.4, the full report goes on
+its own, as ``power_report``. Each report carries a sequence
 number that only grows (wall-clock nanoseconds, forced monotonic in this
 process), so a late report never undoes a newer one, even across restarts.
 While the conductor is unreachable the latest state per instance is kept and
@@ -97,25 +101,33 @@ class Reporter:
     # --- heartbeats ----------------------------------------------------------
 
     def heartbeat(self):
+        try:
+            self._beat()
+        except Exception as err:
+            LOG.warning('Heartbeat of %s not delivered: %s', self.host, err)
+            return False
+        return True
+
+    def _beat(self, power=None):
+        """Send one heartbeat (carrying ``power``, a full report, if given)
+        and return its answer; raise if it was not delivered."""
         cap = self.driver.get_capacity()
         capacity = {'vcpus': cap.vcpus, 'memory_mb': cap.memory_mb,
                     'disk_gb': cap.disk_gb}
         try:
-            self.conductor.heartbeat(self.ctx, host=self.host,
-                                     capacity=capacity,
-                                     started_at=self.started_at,
-                                     lost_tasks=self._lost_tasks,
-                                     version=version.package_version())
-        except Exception as err:
-            LOG.warning('Heartbeat of %s not delivered: %s', self.host, err)
+            answer = self.conductor.heartbeat(
+                self.ctx, host=self.host, capacity=capacity,
+                started_at=self.started_at, lost_tasks=self._lost_tasks,
+                version=version.package_version(), power=power)
+        except Exception:
             metrics.agent_report(self.host, 'heartbeat', False)
-            return False
+            raise
         metrics.agent_report(self.host, 'heartbeat', True)
         if self._lost_tasks:
             LOG.info('Reported %d task(s) lost by the previous run of %s',
                      len(self._lost_tasks), self.host)
         self._lost_tasks = []
-        return True
+        return answer
 
     # --- power ---------------------------------------------------------------
 
@@ -133,7 +145,10 @@ class Reporter:
         with self._flush_lock:
             seq, reports = read_all(self.driver)
             self._queue(reports)
-            sent = self._flush_locked(full=seq)
+            if self.conductor.carries_power():
+                sent = self._flush_locked(seq, send=self._beat_with)
+            else:
+                sent = self._flush_locked(seq)
         if sent:
             self.full_reports_sent += 1
             # Xen keeps guests that shut down ("preserve") until reported:
@@ -158,14 +173,20 @@ class Reporter:
         with self._flush_lock:
             return self._flush_locked(full)
 
-    def _flush_locked(self, full):
+    def _beat_with(self, batch, full):
+        return self._beat(power={'reports': batch, 'full': full})
+
+    def _send(self, batch, full):
+        return self.conductor.power_report(self.ctx, host=self.host,
+                                           reports=batch, full=full)
+
+    def _flush_locked(self, full, send=None):
         with self._pending_lock:
             batch = list(self._pending.values())
         if not batch and not full:
             return True
         try:
-            answer = self.conductor.power_report(self.ctx, host=self.host,
-                                                 reports=batch, full=full)
+            answer = (send or self._send)(batch, full)
         except Exception as err:
             LOG.warning('Power report of %s not delivered, kept for the '
                         'next try: %s', self.host, err)
@@ -257,11 +278,35 @@ class Reporter:
         thread.start()
         self._threads.append(thread)
 
+    def _beats(self):
+        """Heartbeats, each carrying the full report when it is due (and
+        going early for it). A full report that fails is retried at the
+        next period, as are its reports by the sender as soon as the
+        conductor answers again."""
+        full_due = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() >= full_due:
+                    full_due = (time.monotonic()
+                                + self.conf.compute.power_sync_interval)
+                    self.full_report()
+                else:
+                    self.heartbeat()
+            except Exception:
+                LOG.exception('Heartbeat of %s failed', self.host)
+            wait = min(self.conf.compute.heartbeat_interval,
+                       full_due - time.monotonic())
+            if self._stop.wait(max(wait, 0)):
+                return
+
     def start(self):
-        self._every(self.conf.compute.heartbeat_interval, self.heartbeat,
-                    'heartbeat')
-        self._every(self.conf.compute.power_sync_interval, self.full_report,
-                    'power-sync')
+        if self.conductor.carries_power():
+            self._spawn(self._beats, 'heartbeat')
+        else:
+            self._every(self.conf.compute.heartbeat_interval, self.heartbeat,
+                        'heartbeat')
+            self._every(self.conf.compute.power_sync_interval,
+                        self.full_report, 'power-sync')
         self._spawn(self._sender, 'power-sender')
         self.driver.watch(self.domain_changed)
 

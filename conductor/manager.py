@@ -12,6 +12,7 @@ from common import exception
 from common import rpc
 from conductor import accounts
 from conductor import gateway as gw
+from conductor import results as results_mod
 from conductor import rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -128,10 +129,17 @@ class ConductorManager:
 
     @_expected
     def heartbeat(self, ctx, host, capacity, started_at, lost_tasks,
-                  service_version=None):
+                  service_version=None, power=None):
+        # A malformed report is refused before the heartbeat is stored.
+        carried = None if power is None else results_mod.carried_power(power)
         self.results.heartbeat(ctx, host=host, capacity=capacity,
                                started_at=started_at, lost_tasks=lost_tasks,
                                version=service_version)
+        if carried is None:
+            return None
+        reports, full = carried
+        return self.results.power_report(ctx, host=host, reports=reports,
+                                         full=full)
 
     @_expected
     @_agent_task_report

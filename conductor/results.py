@@ -73,6 +73,25 @@ def _may_act(row):
     return rule.decision not in _QUIET
 
 
+def carried_power(power):
+    """(reports, full) of the full power report a heartbeat carries
+    (conductor RPC 1.4); anything else is refused as a whole, with what was
+    expected, before any of it is stored."""
+    expected = ("expected {'reports': [report, ...], 'full': the seq of the "
+                "read of every domain, a positive integer}")
+    if not isinstance(power, dict) or set(power) != {'reports', 'full'}:
+        raise exception.Invalid(reason='power %r in a heartbeat: %s'
+                                % (power, expected))
+    reports, full = power['reports'], power['full']
+    if not isinstance(reports, list):
+        raise exception.Invalid(reason='power reports %r in a heartbeat: %s'
+                                % (reports, expected))
+    if isinstance(full, bool) or not isinstance(full, int) or full <= 0:
+        raise exception.Invalid(reason='power full %r in a heartbeat: %s'
+                                % (full, expected))
+    return reports, full
+
+
 def settle_on_failure(action, vm_state=None):
     # A rebuild of a buried instance is a build: it frees what it took.
     if action == 'rebuild' and vm_state == states.vm.PENDING:
@@ -159,13 +178,11 @@ class Results:
         older than RPC 1.2)."""
         started = (datetime.datetime.fromisoformat(started_at)
                    if started_at else None)
-        self.db.host_heartbeat(host, vcpus=capacity['vcpus'],
-                               memory_mb=capacity['memory_mb'],
-                               disk_gb=capacity['disk_gb'],
-                               agent_started_at=started,
-                               ram_ratio=self.conf.scheduler.ram_allocation_ratio)
-        self.db.service_heartbeat(binary=services.AGENT, host=host,
-                                  version=version, started_at=started)
+        self.db.agent_heartbeat(
+            host, vcpus=capacity['vcpus'], memory_mb=capacity['memory_mb'],
+            disk_gb=capacity['disk_gb'], agent_started_at=started,
+            ram_ratio=self.conf.scheduler.ram_allocation_ratio,
+            binary=services.AGENT, version=version)
         if lost_tasks:
             self.fail_lost_tasks(ctx, host, lost_tasks)
 

@@ -18,6 +18,11 @@ Version history:
 * 1.3 - rename_instance (API tier: ``PUT /servers/{id}``); run_action of
   ``rescue`` takes ``password``, and of ``snapshot``/``backup`` answers
   with the ``image_id`` the conductor decided.
+* 1.4 - heartbeat takes ``power`` (agents): the periodic full power report
+  rides on a heartbeat, ``{'reports': [...], 'full': <seq of the read>}``,
+  and the heartbeat then answers as power_report does. One message per
+  host per period instead of two; an agent capped below 1.4 sends its full
+  reports with power_report, as before.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -29,7 +34,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.3'
+VERSION = '1.4'
 BASE_VERSION = '1.0'
 
 
@@ -76,6 +81,10 @@ class ConductorAPI:
     def can_send(self, version):
         """Whether calls of ``version`` pass ``[upgrade_levels]``."""
         return self.client.can_send_version(version)
+
+    def carries_power(self):
+        """Whether a heartbeat may carry a full power report (1.4)."""
+        return self.client.can_send_version('1.4')
 
     def _need(self, version, what):
         if not self.client.can_send_version(version):
@@ -178,9 +187,15 @@ class ConductorAPI:
     # --- agents ----------------------------------------------------------------
 
     def heartbeat(self, ctx, *, host, capacity, started_at, lost_tasks=(),
-                  version=None):
+                  version=None, power=None):
+        """``power``: a full power report to carry (see 1.4), whose
+        answer is returned; check :meth:`carries_power` first."""
         kwargs = {}
-        if version is not None and self.client.can_send_version('1.2'):
+        if power is not None:
+            self._need('1.4', 'a full power report in a heartbeat')
+            kwargs = {'version': '1.4', 'service_version': version,
+                      'power': power}
+        elif version is not None and self.client.can_send_version('1.2'):
             kwargs = {'version': '1.2', 'service_version': version}
         return self._call(ctx, 'heartbeat', host=host, capacity=capacity,
                           started_at=started_at, lost_tasks=list(lost_tasks),

@@ -21,6 +21,8 @@ opts = [
     cfg.FloatOpt('power_sync_interval', default=60.0, min=0.1,
                  help='Seconds between two full power reports of every '
                       'domain, the safety net under event-driven reports. '
+                      'The report travels in a heartbeat, sent early when '
+                      'it is due (conductor RPC 1.4). '
                       'Range >= 0.1; default 60.'),
     cfg.IntOpt('shutdown_timeout', default=60, min=0,
                help='Seconds a clean (ACPI) shutdown may take before the '

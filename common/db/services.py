@@ -6,22 +6,31 @@ heartbeat."""
 import sqlalchemy as sa
 
 from common.db import models
+from common.db import prepared
 from common.db import quotas
+from common.db.prepared import bind
 
 S = models.Service.__table__
 CONDUCTOR = 'tristate-conductor'
 AGENT = 'tristate-compute-agent'
 
 
+# A known service's beat, built once (started_at kept when not given).
+_BEAT = prepared.Prepared(sa.update(S).where(
+    S.c.binary == bind('binary', S.c.binary.type),
+    S.c.host == bind('host', S.c.host.type),
+).values(version=bind('version', S.c.version.type),
+         last_seen=bind('now', S.c.last_seen.type),
+         started_at=sa.func.coalesce(bind('started_at', S.c.started_at.type),
+                                     S.c.started_at)))
+
+
 def beat(conn, *, binary, host, version, started_at, now):
-    values = {'version': version, 'last_seen': now}
-    if started_at is not None:
-        values['started_at'] = started_at
-    res = conn.execute(sa.update(S).where(S.c.binary == binary,
-                                          S.c.host == host).values(**values))
+    res = _BEAT.run(conn, binary=binary, host=host, version=version,
+                    now=now, started_at=started_at)
     if res.rowcount == 0:
-        quotas.insert_new(conn, S, binary=binary, host=host,
-                           **dict({'started_at': started_at}, **values))
+        quotas.insert_new(conn, S, binary=binary, host=host, version=version,
+                          last_seen=now, started_at=started_at)
 
 
 def list_all(conn):

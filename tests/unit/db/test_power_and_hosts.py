@@ -1,8 +1,11 @@
 """Power reports (bottom-up) and allocations on hosts, on every backend."""
 
+import datetime
+
 import pytest
 
 from common import exception
+from common.db import services
 from common.states import power
 from common.states import vm
 
@@ -168,3 +171,25 @@ def test_heartbeat_updates_capacity_and_keeps_usage(statedb, clock, instances):
     assert host['used_vcpus'] == instances.flavor['vcpus']
     with pytest.raises(exception.HostNotFound):
         statedb.get_host('nowhere')
+
+
+def test_an_agents_heartbeat_writes_its_host_and_service_rows(statedb, clock):
+    started = datetime.datetime(2026, 1, 1, 11, 0, 0)
+    beat = dict(binary=services.AGENT, vcpus=4, memory_mb=4096, disk_gb=40)
+    statedb.agent_heartbeat('n1', agent_started_at=started, ram_ratio=1.5,
+                            version='1.0', **beat)
+    host = statedb.get_host('n1')
+    assert (host['vcpus'], host['agent_started_at'], host['ram_ratio'],
+            host['free_memory_mb'], host['last_heartbeat']) == (
+        4, started, 1.5, 4096 * 1.5, clock.now)
+    now = clock.advance(10)
+    # a later beat: new capacity; what it does not say is kept
+    statedb.agent_heartbeat('n1', agent_started_at=None, ram_ratio=None,
+                            version='1.1', **dict(beat, memory_mb=8192))
+    host = statedb.get_host('n1')
+    assert (host['memory_mb'], host['agent_started_at'], host['ram_ratio'],
+            host['free_memory_mb'], host['last_heartbeat']) == (
+        8192, started, 1.5, 8192 * 1.5, now)
+    [row] = [s for s in statedb.list_services() if s['host'] == 'n1']
+    assert (row['binary'], row['version'], row['started_at'],
+            row['last_seen']) == (services.AGENT, '1.1', started, now)
