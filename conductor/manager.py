@@ -17,6 +17,7 @@ from conductor import rpcapi
 
 LOG = logging.getLogger(__name__)
 _expected = rpc.expected_exceptions(exception.TristateError)
+_UNSAID = object()      # an argument an older caller does not send
 
 
 def _agent_task_report(method):
@@ -68,8 +69,15 @@ class ConductorManager:
 
     @_expected
     def instance_deleted(self, ctx, instance_uuid, old_vm_state=None,
-                         old_task_state=None):
-        """A client deleted in the database itself; notify and clean up."""
+                         old_task_state=None, host=_UNSAID):
+        """A client deleted in the database itself; notify and clean up.
+        ``host`` (1.5): where the instance was placed; with it, and no
+        notification to build, the row is not read again."""
+        if host is not _UNSAID and not getattr(self.gateway.notifier,
+                                               'enabled', True):
+            self.flows.request_destroy(ctx, {'uuid': instance_uuid,
+                                             'host': host})
+            return
         inst = self.db.get_instance(instance_uuid)
         self.gateway.notify_deleted(ctx, {'vm_state': old_vm_state,
                                           'task_state': old_task_state}, inst)

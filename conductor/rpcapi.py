@@ -23,6 +23,10 @@ Version history:
   and the heartbeat then answers as power_report does. One message per
   host per period instead of two; an agent capped below 1.4 sends its full
   reports with power_report, as before.
+* 1.5 - instance_deleted takes ``host`` (API tier): where the deleted
+  instance was placed, from the delete's own transaction, so that a
+  conductor that has nothing to notify asks that host to clean up without
+  reading the row again.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -34,7 +38,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.4'
+VERSION = '1.5'
 BASE_VERSION = '1.0'
 
 
@@ -122,10 +126,14 @@ class ConductorAPI:
         try:
             # retry=0: a cast retries forever by default, which would hold
             # the delete until the broker is back.
-            self.client.prepare(retry=0).cast(
+            kwargs = {'version': BASE_VERSION}
+            if self.client.can_send_version('1.5'):
+                kwargs = {'version': '1.5', 'host': after['host']}
+            version = kwargs.pop('version')
+            self.client.prepare(retry=0, version=version).cast(
                 ctx, 'instance_deleted', instance_uuid=instance_uuid,
                 old_vm_state=before['vm_state'],
-                old_task_state=before['task_state'])
+                old_task_state=before['task_state'], **kwargs)
         except Exception:        # bus down: the agent's report cleans up later
             gateway.LOG.warning('Could not request cleanup of deleted '
                                 'instance %s; the next power report will',

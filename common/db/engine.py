@@ -14,6 +14,7 @@ that two writers queue for the lock instead of failing half-way through.
 import contextlib
 import logging
 import os
+import sqlite3
 import threading
 import time
 
@@ -24,6 +25,7 @@ import tenacity
 
 from common import exception
 from common import metrics
+from common.db import prepared
 
 LOG = logging.getLogger(__name__)
 
@@ -122,10 +124,18 @@ class Database:
 
         @event.listens_for(engine, 'begin')
         def _on_begin(conn):
-            if conn.get_execution_options().get('tristate_readonly'):
-                conn.exec_driver_sql('BEGIN')
-            else:
-                conn.exec_driver_sql('BEGIN IMMEDIATE')
+            # Straight to the driver: through SQLAlchemy's execute, the
+            # BEGIN cost a third of a short transaction. A driver error is
+            # wrapped as SQLAlchemy wraps its own, so that a busy database
+            # is retried as before.
+            sql = ('BEGIN' if conn.get_execution_options().get(
+                'tristate_readonly') else 'BEGIN IMMEDIATE')
+            dbapi_conn = conn.connection.dbapi_connection
+            try:
+                dbapi_conn.execute(sql)
+            except sqlite3.Error as err:
+                raise prepared.wrapped(conn, dbapi_conn, None, sql, (),
+                                       err) from err
 
         return engine
 

@@ -165,7 +165,7 @@ class Prepared:
             rows = form.rows(cursor)
             return Outcome(cursor.rowcount, rows)
         except conn.dialect.loaded_dbapi.Error as err:
-            raise _wrapped(conn, dbapi_conn, cursor, form.sql, values,
+            raise wrapped(conn, dbapi_conn, cursor, form.sql, values,
                            err) from err
         finally:
             cursor.close()
@@ -196,7 +196,7 @@ class Plain:
         return Outcome(result.rowcount, rows)
 
 
-def _wrapped(conn, dbapi_conn, cursor, sql, values, err):
+def wrapped(conn, dbapi_conn, cursor, sql, values, err):
     """``err`` as SQLAlchemy raises a driver's error: a ``DBAPIError``
     subclass, with the connection invalidated if the error means it is
     gone (the pool then never hands it out again)."""

@@ -1,6 +1,7 @@
 """Transient errors are retried, a bounded number of times, then reported."""
 
 import sqlite3
+import threading
 
 import pytest
 from sqlalchemy import exc as sa_exc
@@ -184,3 +185,35 @@ def test_a_commit_that_lost_its_connection_is_not_run_again(db):
     assert db.transaction(lambda conn: conn.exec_driver_sql(
         'SELECT count(*) FROM lost_commit').scalar(), readonly=True) == (
             1 if db.is_sqlite else 0)
+
+
+def test_a_begin_that_finds_the_file_locked_is_retried(tmp_path):
+    """Another process (here: a raw connection) holds SQLite's write lock:
+    BEGIN IMMEDIATE, which Tristate sends to the driver itself, fails busy
+    and is retried like any transient error, then succeeds once the lock
+    is given back; while it is held, the error reported names it."""
+    url = 'sqlite:///%s' % (tmp_path / 'locked.sqlite')
+    holder = sqlite3.connect(str(tmp_path / 'locked.sqlite'),
+                             isolation_level=None, check_same_thread=False)
+    holder.execute('PRAGMA journal_mode=WAL')
+    holder.execute('CREATE TABLE t (x INTEGER)')
+    holder.execute('BEGIN IMMEDIATE')
+    db = engine.Database(url, sqlite_busy_timeout=0.01, max_retries=2,
+                         retry_interval=0)
+    with pytest.raises(exception.DBUnavailable) as err:
+        db.transaction(lambda conn: conn.exec_driver_sql(
+            'INSERT INTO t VALUES (1)'))
+    assert err.value.kwargs['attempts'] == 2
+    assert 'database is locked' in str(err.value)
+
+    patient = engine.Database(url, sqlite_busy_timeout=0.01, max_retries=200,
+                              retry_interval=0.01, max_retry_interval=0.01)
+    release = threading.Timer(0.2, holder.execute, args=('COMMIT',))
+    release.start()
+    patient.transaction(lambda conn: conn.exec_driver_sql(
+        'INSERT INTO t VALUES (2)'))
+    release.join()
+    assert holder.execute('SELECT x FROM t').fetchall() == [(2,)]
+    db.dispose()
+    patient.dispose()
+    holder.close()
