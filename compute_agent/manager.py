@@ -49,9 +49,14 @@ class TaskStopped(Exception):
 class AgentManager:
     target = rpc.Target(version=rpcapi.VERSION)
 
-    def __init__(self, *, host, driver, conductor, conf, journal):
+    def __init__(self, *, host, driver, conductor, conf, journal,
+                 delivered=None):
         self.host = host
         self.driver = driver
+        # What the conductor was told of each domain's power (shared with
+        # the host's Reporter): a task's result tells it too.
+        self.delivered = (delivered if delivered is not None
+                          else reporter_mod.Delivered())
         self.conductor = conductor
         self.conf = conf
         self.journal = journal
@@ -180,6 +185,8 @@ class AgentManager:
             try:
                 getattr(self.conductor, method)(ctx, host=self.host,
                                                 instance_uuid=uuid, **kwargs)
+                if kwargs.get('power') is not None:
+                    self.delivered.record([kwargs['power']])
                 return True
             except exception.TaskPreempted as err:
                 stop = TaskStopped(err)

@@ -76,11 +76,49 @@ def read_domain(driver, uuid):
     return read_reports(read)[0]
 
 
+class Delivered:
+    """What the conductor was last told of each domain's power, by a report
+    or a task's result (its seq, power_state and reason), so that an event
+    that reads the state it already has is not sent again: a build's own
+    "started" event, after the task's result said RUNNING, is the common
+    case. The full report is sent whatever this says: it is the safety net
+    for whatever the conductor did with what it was told."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._known = {}         # uuid -> (seq, power_state, reason)
+
+    def record(self, reports, *, full=None):
+        """``reports`` were stored by a conductor. ``full``: the seq of a
+        read of every domain, which they are: a domain it did not find is
+        forgotten (unless told of since)."""
+        with self._lock:
+            for report in reports:
+                known = self._known.get(report['uuid'])
+                if known is None or known[0] < report['seq']:
+                    self._known[report['uuid']] = (
+                        report['seq'], report['power_state'],
+                        report['reason'])
+            if full is not None:
+                found = {report['uuid'] for report in reports}
+                for uuid in [u for u, known in self._known.items()
+                             if u not in found and known[0] < full]:
+                    del self._known[uuid]
+
+    def has(self, report):
+        """Whether the conductor was told this state, by an older report."""
+        known = self._known.get(report['uuid'])
+        return known is not None and known[0] < report['seq'] and (
+            known[1:] == (report['power_state'], report['reason']))
+
+
 class Reporter:
     """Heartbeats and power reports of one host, each in its own thread."""
 
-    def __init__(self, *, host, driver, conductor, conf, journal):
+    def __init__(self, *, host, driver, conductor, conf, journal,
+                 delivered=None):
         self.host = host
+        self.delivered = delivered if delivered is not None else Delivered()
         self.driver = driver
         self.conductor = conductor
         self.conf = conf
@@ -135,8 +173,8 @@ class Reporter:
         """Driver callback: queue the domain's state, read again now (the
         event may be stale), and send it at once."""
         metrics.AGENT_EVENTS.labels(self.host).inc()
-        self._queue([read_domain(self.driver, info.uuid)])
-        self._wake.set()
+        if self._queue([read_domain(self.driver, info.uuid)], news_only=True):
+            self._wake.set()
 
     def full_report(self):
         # Read, queue and send under the flush lock: the batch that says
@@ -156,13 +194,22 @@ class Reporter:
             self.driver.cleanup_preserved()
         return sent
 
-    def _queue(self, reports):
-        """Keep the newest report per domain until it is sent."""
+    def _queue(self, reports, *, news_only=False):
+        """Keep the newest report per domain until it is sent; with
+        ``news_only``, not one that says what the conductor was told
+        already, unless an older one waits (it must then be replaced).
+        Returns how many were queued."""
+        queued_now = 0
         with self._pending_lock:
             for report in reports:
                 queued = self._pending.get(report['uuid'])
+                if queued is None and news_only and (
+                        self.delivered.has(report)):
+                    continue
                 if queued is None or queued['seq'] < report['seq']:
                     self._pending[report['uuid']] = report
+                    queued_now += 1
+        return queued_now
 
     def flush(self, *, full=False):
         """Send every queued report; keep them if the conductor is away.
@@ -197,6 +244,9 @@ class Reporter:
             for report in batch:
                 if self._pending.get(report['uuid']) is report:
                     del self._pending[report['uuid']]
+            # Under the lock: an event read meanwhile must see either the
+            # report still waiting or the conductor told.
+            self.delivered.record(batch, full=full or None)
         for uuid in answer.get('destroy', []):
             self._destroy_leftover(uuid)
         self._handle_orphans(answer.get('orphans'), batch)

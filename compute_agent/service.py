@@ -37,12 +37,13 @@ class AgentService:
             bus, conf, timeout=conf.conductor.rpc_timeout)
         journal = journal_mod.TaskJournal(os.path.join(
             conf.state_dir, 'agent', '%s-tasks.json' % self.host))
+        delivered = reporter_mod.Delivered()
         self.manager = manager_mod.AgentManager(
             host=self.host, driver=self.driver, conductor=conductor,
-            conf=conf, journal=journal)
+            conf=conf, journal=journal, delivered=delivered)
         self.reporter = reporter_mod.Reporter(
             host=self.host, driver=self.driver, conductor=conductor,
-            conf=conf, journal=journal)
+            conf=conf, journal=journal, delivered=delivered)
         self.server = bus.server(conf.compute.topic, [self.manager],
                                  server=self.host)
 
