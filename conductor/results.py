@@ -63,6 +63,19 @@ class _Batch:
         self.changed = []       # (report, stored row) to write
 
 
+def _plainly_same(host, report, row):
+    """True when ``report`` is surely :data:`_SAME` as ``row`` (the common
+    case of a periodic full report), decided without :meth:`Results._compare`'s
+    normalising: its power_state is the stored number itself and its seq an
+    int. False leaves the report to :meth:`Results._sort`."""
+    state = report.get('power_state')
+    seq = report.get('seq')
+    return (row is not None and type(state) is int and type(seq) is int
+            and state == row['power_state'] and state in states.POWER_STATES
+            and report.get('reason') == row['power_reason']
+            and row['host'] == host and seq > row['power_seq'])
+
+
 def _may_act(row):
     """Whether reconcile may do something for an instance as stored, from
     the narrow columns alone (most answer "none": they agree)."""
@@ -244,7 +257,11 @@ class Results:
         def sort(view):
             batch.__init__()        # a retried transaction sorts again
             for report in reports:
-                self._sort(host, report, view.get(report.get('uuid')), batch)
+                row = view.get(report.get('uuid'))
+                if _plainly_same(host, report, row):
+                    self._unchanged(host, report, row, batch)
+                else:
+                    self._sort(host, report, row, batch)
             return batch.confirmed
         # One transaction: the host's instances (a full report), any
         # reported domain not among them (elsewhere now, or hard-deleted),
@@ -270,15 +287,24 @@ class Results:
         try:
             verdict = self._compare(host, report, row)
             if verdict is _SAME:
-                batch.confirmed.append((row['uuid'], report['seq'],
-                                        row['power_state'],
-                                        row['power_reason']))
-                if _may_act(row):
-                    batch.recheck.append(row['uuid'])
+                self._unchanged(host, report, row, batch)
             elif verdict is _CHANGED:
                 batch.changed.append((report, row))
             elif self._is_orphan(host, report, row):
                 batch.orphans.append(report['uuid'])
+        except _BAD_REPORT as err:
+            LOG.warning('Bad power report from %s ignored: %r (%s)',
+                        host, report, err)
+
+    @staticmethod
+    def _unchanged(host, report, row, batch):
+        """A report that says what ``row`` holds: to confirm, and to
+        recheck if reconcile may act."""
+        try:
+            batch.confirmed.append((row['uuid'], report['seq'],
+                                    row['power_state'], row['power_reason']))
+            if _may_act(row):
+                batch.recheck.append(row['uuid'])
         except _BAD_REPORT as err:
             LOG.warning('Bad power report from %s ignored: %r (%s)',
                         host, report, err)

@@ -18,7 +18,8 @@ it was lost), so :mod:`common.db.engine`'s retry treats both alike.
 A statement that needs a Python-side column default, or an expanding ``IN``,
 cannot be prepared: :class:`Prepared` refuses it when it is compiled, and
 such statements stay plain Core (:func:`cached` keeps one per shape for the
-statements whose shape varies).
+statements whose shape varies), or bind a list one value per slot
+(:mod:`common.db.power` pads its lists of uuids to a few fixed sizes).
 """
 
 import threading
@@ -126,6 +127,9 @@ class _Form:
         if readers is None:
             readers = self.readers = self._readers(cursor.description)
         keys = self.keys
+        if not any(readers):        # values as the driver gives them
+            return [dict(zip(keys, raw, strict=True))
+                    for raw in cursor.fetchall()]
         out = []
         for raw in cursor.fetchall():
             out.append({key: (value if read is None else read(value))

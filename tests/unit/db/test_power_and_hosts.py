@@ -5,9 +5,13 @@ import datetime
 import pytest
 
 from common import exception
+from common.db import models
+from common.db import power as power_db
 from common.db import services
 from common.states import power
 from common.states import vm
+
+I = models.Instance.__table__       # noqa: E741 (as in common/db/api.py)
 
 
 def _report(statedb, instances, uuid, **kw):
@@ -84,6 +88,38 @@ def test_finish_ignores_an_older_power_report(statedb, instances):
                                            'seq': 4})
     inst = statedb.get_instance(uuid)
     assert (inst['power_state'], inst['power_seq']) == (power.RUNNING, 5)
+
+
+def test_power_view_and_confirm_bind_uuids_in_padded_chunks(
+        statedb, ctx, instances, monkeypatch):
+    """Lists of uuids are bound one per slot, in chunks padded to a few
+    sizes (common.db.power); here 2 and 4, so 7 uuids take a full chunk
+    and a padded one, and the view's extra uuids a chunk of their own."""
+    monkeypatch.setattr(power_db, 'IN_SIZES', (2, 4))
+    on_host = [instances.active() for _ in range(7)]
+    away, deleted = instances.active(), instances.active()
+    for uuid in on_host + [away, deleted]:
+        _report(statedb, instances, uuid, state=power.RUNNING, seq=1)
+    statedb.db.transaction(lambda conn: conn.execute(
+        I.update().where(I.c.uuid == away).values(host='node2')))
+    statedb.hard_delete(ctx, deleted)
+    unknown = '00000000-0000-0000-0000-000000000000'
+
+    view = statedb.power_view(host=instances.host, uuids={
+        *on_host, away, deleted, unknown, None})
+    assert set(view) == {*on_host, away, deleted}
+    assert all(tuple(row) == power_db.POWER_KEYS for row in view.values())
+    assert (view[away]['host'], view[deleted]['vm_state']) == (
+        'node2', vm.HARD_DELETED)
+    assert view[on_host[0]]['power_seq'] == 1
+
+    confirmed = [(uuid, 30, power.RUNNING, None) for uuid in on_host[:6]]
+    confirmed += [(on_host[6], 30, power.SHUTDOWN, None),  # not what is stored
+                  (away, 30, power.RUNNING, None)]         # not on the host
+    assert statedb.confirm_power(instances.host, confirmed, read_seq=20) == 6
+    assert [statedb.get_instance(u)['power_seq'] for u in on_host] == [
+        20] * 6 + [1]
+    assert statedb.get_instance(away)['power_seq'] == 1
 
 
 # --- allocations ------------------------------------------------------------

@@ -742,6 +742,25 @@ def test_an_unchanged_report_is_not_undone_by_an_older_one(world):
         vm.ACTIVE, power.RUNNING, 20)
 
 
+def test_a_report_is_compared_alike_however_it_is_spelled(world):
+    """The shortcut for a report that plainly says what is stored (its
+    state the stored number, its seq an int) agrees with the full
+    comparison, which takes names and numbers as strings too."""
+    plain, named, text_seq, bad = (world.idle(vm.ACTIVE) for _ in range(4))
+    for uuid in (plain, named, text_seq, bad):
+        world.report(uuid, power.RUNNING, seq=10)
+    answer = world.results.power_report(world.ctx, host=HOST, full=20, reports=[
+        _report_of(plain, power.RUNNING, 21),
+        _report_of(named, 'running', 22),
+        _report_of(text_seq, power.RUNNING, '23'),
+        _report_of(bad, True, 24),          # not a state: ignored
+    ])
+    assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
+    assert {uuid: world.db.get_instance(uuid)['power_seq']
+            for uuid in (plain, named, text_seq, bad)} == {
+        plain: 20, named: 20, text_seq: 20, bad: 10}
+
+
 def test_a_confirmation_never_moves_a_row_that_changed_meanwhile(world):
     """The batched seq update re-checks the state it was compared with: a
     row written since (here: SHUTDOWN at seq 12) keeps its own seq."""
