@@ -332,7 +332,10 @@ class Reporter:
         """Heartbeats, each carrying the full report when it is due (and
         going early for it). A full report that fails is retried at the
         next period, as are its reports by the sender as soon as the
-        conductor answers again."""
+        conductor answers again. The first heartbeat goes at once, before
+        the first read of every domain, which may take a while (libvirt):
+        the host is known to the scheduler from the start."""
+        self.heartbeat()
         full_due = time.monotonic()
         while not self._stop.is_set():
             try:

@@ -233,6 +233,8 @@ def test_smoke_on_a_real_hypervisor(conf, real_dir, ctx):
     uuid = None
     try:
         plane.start_agent(HOST, driver=drv)
+        # the scheduler knows the host from its first heartbeat on
+        functional.wait_heartbeat(plane, HOST)
         inst = plane.client.create_instance(ctx, name='smoke', flavor='tiny',
                                             image_ref='blank')
         uuid = inst['uuid']
