@@ -79,9 +79,16 @@ class Database:
             # handler; reads never wait, in WAL mode.)
             self._write_lock = threading.RLock()
         else:
+            # No pre-ping: it costs every transaction a round trip (a fifth
+            # of a short one's CPU). A connection that died while idle (the
+            # server restarted) fails at its first statement, before anything
+            # is written: that is retried, on a new connection, and the
+            # first such failure recycles every connection made before it
+            # (SQLAlchemy does so for its statements, common.db.prepared
+            # for its own).
             self.engine = sa.create_engine(
                 self.url, pool_size=pool_size, max_overflow=max_overflow,
-                pool_timeout=pool_timeout, pool_pre_ping=True,
+                pool_timeout=pool_timeout, pool_pre_ping=False,
                 future=True)
             self._write_lock = contextlib.nullcontext()
         self._readonly = self.engine.execution_options(tristate_readonly=True)

@@ -203,9 +203,12 @@ class Plain:
 def wrapped(conn, dbapi_conn, cursor, sql, values, err):
     """``err`` as SQLAlchemy raises a driver's error: a ``DBAPIError``
     subclass, with the connection invalidated if the error means it is
-    gone (the pool then never hands it out again)."""
+    gone. As SQLAlchemy does on a disconnect, every connection the pool
+    made before it is recycled at its next checkout too: a server that
+    went away took them all, and a retry must not meet them one by one."""
     lost = conn.dialect.is_disconnect(err, dbapi_conn, cursor)
     if lost:
+        conn.engine.pool._invalidate(conn.connection, err)
         conn.invalidate(err)
     return sa_exc.DBAPIError.instance(
         sql, values, err, conn.dialect.loaded_dbapi.Error,

@@ -163,6 +163,36 @@ def _lose_a_connection(db):
     assert attempts[0].closed
 
 
+@pytest.mark.postgresql
+@pytest.mark.parametrize('through', ['prepared', 'core'])
+def test_after_a_server_restart_one_retry_gets_a_live_connection(pg_admin,
+                                                                 through):
+    """Every pooled connection dies at once (as when PostgreSQL restarts;
+    nothing checks a connection before use): the first statement on one
+    fails, and that recycles them all, so the retry needs one attempt,
+    whether the statement was prepared or plain Core."""
+    with pg_database(pg_admin) as db:
+        # four connections in the pool, all idle
+        held = [db.engine.connect() for _ in range(4)]
+        pids = [c.connection.dbapi_connection.get_backend_pid() for c in held]
+        for conn in held:
+            conn.close()
+        with pg_admin.connect() as killer:
+            for pid in pids:
+                killer.exec_driver_sql('SELECT pg_terminate_backend(%d)' % pid)
+        db.max_retries = 2
+        attempts = []
+
+        def txn(conn):
+            attempts.append(conn.connection.dbapi_connection.get_backend_pid())
+            if through == 'core':
+                return conn.execute(sa.select(UI).where(
+                    UI.c.instance_uuid == 'x')).all()
+            return BY_INSTANCE.run(conn, uuid='x').rows
+        assert db.transaction(txn) == []
+        assert len(attempts) == 2 and attempts[1] not in pids
+
+
 def test_an_error_that_is_not_transient_is_raised_at_once(db):
     """A statement the database refuses (no such column) is not retried:
     one attempt, SQLAlchemy's error, not DBUnavailable."""
