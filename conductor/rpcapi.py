@@ -126,14 +126,13 @@ class ConductorAPI:
         try:
             # retry=0: a cast retries forever by default, which would hold
             # the delete until the broker is back.
-            kwargs = {'version': BASE_VERSION}
+            version, extra = BASE_VERSION, {}
             if self.client.can_send_version('1.5'):
-                kwargs = {'version': '1.5', 'host': after['host']}
-            version = kwargs.pop('version')
+                version, extra = '1.5', {'host': after['host']}
             self.client.prepare(retry=0, version=version).cast(
                 ctx, 'instance_deleted', instance_uuid=instance_uuid,
                 old_vm_state=before['vm_state'],
-                old_task_state=before['task_state'], **kwargs)
+                old_task_state=before['task_state'], **extra)
         except Exception:        # bus down: the agent's report cleans up later
             gateway.LOG.warning('Could not request cleanup of deleted '
                                 'instance %s; the next power report will',

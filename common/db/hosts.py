@@ -152,7 +152,7 @@ class HostsMixin:
 
     def get_host(self, host):
         def txn(conn):
-            found = one(conn, sa.select(H).where(H.c.name == host))
+            found = _HOST.one(conn, host=host)
             if found is None:
                 raise exception.HostNotFound(host=host)
             return found
