@@ -97,7 +97,7 @@ def _check(conf):
     database = engine.Database.from_conf(conf)
     try:
         found, seen = checks.find_violations(
-            database, checks.Limits.from_conf(conf, db_api.utcnow()))
+            database, checks.Limits.from_conf(conf))
     finally:
         database.dispose()
     for violation in found:

@@ -38,6 +38,7 @@ import sqlalchemy as sa
 from common import actions
 from common import exception
 from common import states
+from common.db import api as db_api
 from common.db import models
 from common.states import vm
 
@@ -64,8 +65,10 @@ class Violation:
 
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    """What the checks compare against: the clock and the configuration."""
-    now: datetime.datetime
+    """What the checks compare against: the clock and the configuration.
+    ``now`` None: the clock once the snapshot is read, so that a write
+    committed while the check starts is not stamped "in the future"."""
+    now: datetime.datetime = None
     task_timeouts: dict = dataclasses.field(default_factory=dict)
     # (cpu, ram, disk), as [scheduler] *_allocation_ratio.
     ratios: tuple = (1.0, 1.0, 1.0)
@@ -74,7 +77,7 @@ class Limits:
     grace: float = 0.0
 
     @classmethod
-    def from_conf(cls, conf, now):
+    def from_conf(cls, conf, now=None):
         sched = conf.scheduler
         return cls(now=now, task_timeouts=dict(conf.conductor.task_timeouts),
                    ratios=(sched.cpu_allocation_ratio,
@@ -321,10 +324,13 @@ def _host(host, problem):
     return Violation('host', host['name'], problem)
 
 
-def find_violations(database, limits):
+def find_violations(database, limits, clock=db_api.utcnow):
     """Every broken invariant of the plane in ``database``, as a list of
-    :class:`Violation` (empty: all hold); also the snapshot's size."""
+    :class:`Violation` (empty: all hold); also the snapshot's size.
+    ``clock`` gives ``limits.now`` when that is None."""
     snap = read_snapshot(database)
+    if limits.now is None:
+        limits = dataclasses.replace(limits, now=clock())
     found = [v for check in CHECKS for v in check(snap, limits)]
     return found, {'instances': len(snap.instances), 'hosts': len(snap.hosts),
                    'allocations': len(snap.allocations),

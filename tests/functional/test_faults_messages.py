@@ -13,7 +13,6 @@ import pytest
 
 from common import exception
 from common import states
-from common.db import api as db_api
 from common.db import checks
 from common.states import power
 from common.states import task
@@ -48,8 +47,7 @@ def _state(plane, uuid):
 
 def _clean(plane):
     found, _seen = checks.find_violations(
-        plane.statedb.db, checks.Limits(now=db_api.utcnow(),
-                                        ratios=(4.0, 1.0, 1.0)))
+        plane.statedb.db, checks.Limits(ratios=(4.0, 1.0, 1.0)))
     assert [str(v) for v in found] == []
 
 

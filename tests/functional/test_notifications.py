@@ -53,12 +53,23 @@ class Collector:
             return [e for e in self._events if uuid in (
                 e['data'].get('uuid'), e['data'].get('instance_uuid'))]
 
-    def wait(self, uuid, event_type):
-        """The events of ``uuid`` once ``event_type`` is among them."""
+    def wait(self, uuid, event_type, *, updated_to=None):
+        """The events of ``uuid`` once ``event_type`` is among them and, if
+        ``updated_to`` (vm_state, task_state) is given, an
+        ``instance.update`` to it too. ERROR notifications travel on their
+        own topic, so an ``.error`` can overtake the INFO update sent
+        before it."""
+        def arrived():
+            events = self.of(uuid)
+            types = {e['event_type'] for e in events}
+            if event_type not in types:
+                return None
+            if updated_to is not None and tuple(updated_to) not in [
+                    u[2:] for u in _updates(events)]:
+                return None
+            return events
         return wait_for(
-            lambda: [e for e in self.of(uuid) if e['event_type'] == event_type]
-            and self.of(uuid),
-            what='notification %s of %s' % (event_type, uuid),
+            arrived, what='notification %s of %s' % (event_type, uuid),
             show=lambda: [e['event_type'] for e in self.of(uuid)])
 
 
@@ -136,7 +147,8 @@ def test_a_failed_task_is_notified_as_an_error(plane, collector, ctx):
     faults(plane, inst['host']).set_fault('power_off', 'fail', count=1)
     act(plane, ctx, inst['uuid'], 'stop')
 
-    events = collector.wait(inst['uuid'], 'instance.stop.error')
+    events = collector.wait(inst['uuid'], 'instance.stop.error',
+                            updated_to=(vm.ACTIVE, None))
 
     [error] = [e for e in events if e['event_type'] == 'instance.stop.error']
     assert error['priority'] == 'ERROR'
@@ -151,7 +163,8 @@ def test_no_valid_host_is_notified(plane, collector, ctx):
     inst = build(plane, ctx, flavor='huge')
     assert inst['vm_state'] == vm.ERROR
 
-    events = collector.wait(inst['uuid'], 'instance.build.error')
+    events = collector.wait(inst['uuid'], 'instance.build.error',
+                            updated_to=(vm.ERROR, None))
 
     [failed] = [e for e in events
                 if e['event_type'] == 'select_destinations.error']

@@ -413,8 +413,7 @@ class Plane:
         database, one string each (the daemons' defaults: the action
         table's timeouts and allocation ratios, a 1 s reaper period)."""
         found, _seen = checks.find_violations(
-            self.statedb.db, checks.Limits(now=db_api.utcnow(),
-                                           ratios=(4.0, 1.0, 1.0), grace=1))
+            self.statedb.db, checks.Limits(ratios=(4.0, 1.0, 1.0), grace=1))
         return [str(v) for v in found]
 
     def wait_idle(self, uuid, timeout=30):

@@ -214,6 +214,27 @@ def test_a_power_report_from_the_future(statedb, clock, instances):
     _only([str(v) for v in found], uuid, 'later than now')
 
 
+def test_a_report_stored_while_the_check_starts_is_not_from_the_future(
+        statedb, clock, instances, monkeypatch):
+    """``tristate-manage check`` on a live plane: the clock is read once the
+    snapshot is, so a report committed after the command started but
+    before its snapshot is not "later than now"."""
+    uuid = instances.active()
+    read = checks.read_snapshot
+
+    def read_after_a_report(database):
+        clock.advance(0.5)
+        statedb.store_power_report(uuid, host=instances.host,
+                                   state='RUNNING', seq=3)
+        return read(database)
+
+    monkeypatch.setattr(checks, 'read_snapshot', read_after_a_report)
+    found, _ = checks.find_violations(statedb.db, checks.Limits(),
+                                      clock=clock)
+    assert found == []
+    assert statedb.get_instance(uuid)['power_seq'] == 3
+
+
 def test_every_violation_is_reported_at_once(statedb, clock, instances):
     first, second = instances.active(), instances.active()
     _update(statedb, I, I.c.uuid == first, vm_state='shutoff')
