@@ -35,6 +35,7 @@ from common.db import api as db_api
 from common.db import engine
 from common.db import migration
 from common.states import vm
+from compute_agent.cmd import fakevirt
 from compute_agent.virt import fake
 from conductor import embedded
 
@@ -279,6 +280,12 @@ def act(plane, ctx, uuid, action, **params):
 def faults(plane, host):
     """The fake hypervisor's fault switchboard of ``host``."""
     return fake.HostStore(plane.conf.state_dir, host)
+
+
+def outside(plane, command, uuid):
+    """``tristate-fakevirt COMMAND UUID`` on the plane's fake hypervisor."""
+    argv = ['--state-dir', plane.conf.state_dir, command, uuid]
+    assert fakevirt.main(argv) == 0, 'tristate-fakevirt %s failed' % argv
 
 
 def wait_hung(plane, host, operation):

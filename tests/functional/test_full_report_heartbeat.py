@@ -12,10 +12,10 @@ from common.states import vm
 from conductor import rpcapi as conductor_rpcapi
 from tests.functional.conftest import active
 from tests.functional.conftest import heartbeat_of
+from tests.functional.conftest import outside
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_for
 from tests.functional.conftest import wait_instance
-from tests.functional.test_reconcile import outside
 
 CAPACITY = {'vcpus': 4, 'memory_mb': 4096, 'disk_gb': 40}
 

@@ -30,6 +30,7 @@ from tests.functional.conftest import active
 from tests.functional.conftest import domain
 from tests.functional.conftest import last_log
 from tests.functional.conftest import log_of
+from tests.functional.conftest import outside
 from tests.functional.conftest import new_conf
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import summary
@@ -53,12 +54,6 @@ def rplane(tmp_path_factory):
     yield planes.start(hosts=2)
     planes.stop_all()
     conf.reset()
-
-
-def outside(plane, command, uuid):
-    """``tristate-fakevirt COMMAND UUID`` on the plane's fake hypervisor."""
-    argv = ['--state-dir', plane.conf.state_dir, command, uuid]
-    assert fakevirt.main(argv) == 0, 'tristate-fakevirt %s failed' % argv
 
 
 def successes(plane, uuid, action):
