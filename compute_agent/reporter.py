@@ -130,7 +130,6 @@ class Reporter:
         self.full_reports_sent = 0     # for operators' logs and the tests
         self._orphans_seen = {}      # uuid -> when first reported unowned
         self._pending_lock = threading.Lock()
-        self._lost_tasks = list(journal.take_all())
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads = []
@@ -150,21 +149,22 @@ class Reporter:
         """Send one heartbeat (carrying ``power``, a full report, if given)
         and return its answer; raise if it was not delivered."""
         cap = self.driver.get_capacity()
+        lost = self.journal.lost()      # kept there until delivered
         capacity = {'vcpus': cap.vcpus, 'memory_mb': cap.memory_mb,
                     'disk_gb': cap.disk_gb}
         try:
             answer = self.conductor.heartbeat(
                 self.ctx, host=self.host, capacity=capacity,
-                started_at=self.started_at, lost_tasks=self._lost_tasks,
+                started_at=self.started_at, lost_tasks=lost,
                 version=version.package_version(), power=power)
         except Exception:
             metrics.agent_report(self.host, 'heartbeat', False)
             raise
         metrics.agent_report(self.host, 'heartbeat', True)
-        if self._lost_tasks:
+        if lost:
             LOG.info('Reported %d task(s) lost by the previous run of %s',
-                     len(self._lost_tasks), self.host)
-        self._lost_tasks = []
+                     len(lost), self.host)
+            self.journal.forget_lost(lost)
         return answer
 
     # --- power ---------------------------------------------------------------

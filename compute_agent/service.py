@@ -35,7 +35,7 @@ class AgentService:
         self.driver = driver or load_driver(conf, self.host)
         conductor = conductor_rpcapi.ConductorAPI(
             bus, conf, timeout=conf.conductor.rpc_timeout)
-        journal = journal_mod.TaskJournal(os.path.join(
+        self.journal = journal = journal_mod.TaskJournal(os.path.join(
             conf.state_dir, 'agent', '%s-tasks.json' % self.host))
         delivered = reporter_mod.Delivered()
         self.manager = manager_mod.AgentManager(
@@ -73,4 +73,5 @@ class AgentService:
             LOG.warning('Compute agent %s stops with %d task(s) still running '
                         '(%s); its journal reports them lost on restart',
                         self.host, len(left), ', '.join(left))
+        self.journal.close()
         LOG.info('Compute agent %s stopped', self.host)

@@ -18,7 +18,6 @@ clock: heartbeats, task timestamps and the periodic jobs then see time move
 only when the test advances it.
 """
 
-import json
 import os
 import threading
 import time
@@ -35,6 +34,7 @@ from common.db import api as db_api
 from common.db import engine
 from common.db import migration
 from common.states import vm
+from compute_agent import journal
 from compute_agent.cmd import fakevirt
 from compute_agent.virt import fake
 from conductor import embedded
@@ -238,11 +238,7 @@ def wait_agent_done(plane, host):
     path = os.path.join(plane.conf.state_dir, 'agent', '%s-tasks.json' % host)
 
     def tasks():
-        try:
-            with open(path) as f:
-                return json.load(f)
-        except FileNotFoundError:
-            return {}
+        return journal.read_tasks(path)
     wait_for(lambda: tasks() == {}, what='the agent of %s to end its tasks'
              % host, show=tasks)
 

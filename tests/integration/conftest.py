@@ -29,7 +29,6 @@ Fixtures:
 """
 
 import contextlib
-import json
 import os
 import shlex
 import signal
@@ -50,6 +49,7 @@ from common.db import api as db_api
 from common.db import checks
 from common.db import engine
 from common.db import migration
+from compute_agent import journal
 from compute_agent.virt import fake
 from tests.conftest import pg_database
 from conductor import rpcapi
@@ -402,11 +402,8 @@ class Plane:
 
     def agent_tasks(self, host):
         """The task ids in the journal of ``host``'s agent."""
-        path = self.state_dir / 'agent' / ('%s-tasks.json' % host)
-        try:
-            return set(json.loads(path.read_text()))
-        except (FileNotFoundError, ValueError):
-            return set()
+        return set(journal.read_tasks(
+            self.state_dir / 'agent' / ('%s-tasks.json' % host)))
 
     def violations(self):
         """What ``tristate-manage check`` finds wrong on this plane's

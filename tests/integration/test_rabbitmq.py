@@ -7,7 +7,6 @@ by themselves without losing a task (see conftest.py for the set-up).
 """
 
 import concurrent.futures
-import json
 import time
 
 import pytest
@@ -100,11 +99,7 @@ def _ends(plane, uuid, expected, timeout=60):
 
 def _agent_has_task(plane, inst):
     """True once the agent of ``inst``'s host runs its current task."""
-    path = plane.state_dir / 'agent' / ('%s-tasks.json' % inst['host'])
-    try:
-        return inst['task_id'] in json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return False
+    return inst['task_id'] in plane.agent_tasks(inst['host'])
 
 
 def _restart_broker(broker, how, during=None):

@@ -51,7 +51,7 @@ def reporter():
 
 
 class _Journal:
-    def take_all(self):
+    def lost(self):
         return []
 
 
