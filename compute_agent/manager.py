@@ -93,10 +93,12 @@ class AgentManager:
             # reported lost (failed at once) when the agent starts again.
             return
         LOG.info('Running %s', action)
+        self.delivered.task_began(instance['uuid'])
         try:
             self._run(ctx, instance, action, params,
                       tasks.HANDLERS.get(action))
         finally:
+            self.delivered.task_ended(instance['uuid'])
             self._slots.release()
             with self._lock:
                 self.journal.remove(ctx.task_id)

@@ -13,6 +13,7 @@ While the conductor is unreachable the latest state per instance is kept and
 sent when it answers again; nothing seen is lost.
 """
 
+import collections
 import datetime
 import logging
 import threading
@@ -87,6 +88,42 @@ class Delivered:
     def __init__(self):
         self._lock = threading.Lock()
         self._known = {}         # uuid -> (seq, power_state, reason)
+        self._tasks = collections.Counter()     # uuid -> tasks running
+        self._held = set()       # uuids with an event during their task
+        # Called with a uuid whose event was held, once its task ended.
+        self.on_release = None
+
+    # --- events of a domain whose task runs here --------------------------------
+    # Its result carries the power state read at its end, and reconcile
+    # does not act on an instance while a task holds it: an event then is
+    # noted, and read again only once the result was sent (it is then not
+    # sent at all if it says what the result said). A task that runs long
+    # leaves the stored power_state to the periodic full report meanwhile.
+
+    def task_began(self, uuid):
+        with self._lock:
+            self._tasks[uuid] += 1
+
+    def task_ended(self, uuid):
+        """After the task's result was sent (or not)."""
+        with self._lock:
+            self._tasks[uuid] -= 1
+            if self._tasks[uuid] > 0:
+                return
+            del self._tasks[uuid]
+            if uuid not in self._held:
+                return
+            self._held.discard(uuid)
+        if self.on_release is not None:
+            self.on_release(uuid)
+
+    def hold(self, uuid):
+        """True, and noted, if a task runs on ``uuid``: its event waits."""
+        with self._lock:
+            if self._tasks.get(uuid):
+                self._held.add(uuid)
+                return True
+            return False
 
     def record(self, reports, *, full=None):
         """``reports`` were stored by a conductor. ``full``: the seq of a
@@ -119,6 +156,7 @@ class Reporter:
                  delivered=None):
         self.host = host
         self.delivered = delivered if delivered is not None else Delivered()
+        self.delivered.on_release = self._read_and_send
         self.driver = driver
         self.conductor = conductor
         self.conf = conf
@@ -171,9 +209,14 @@ class Reporter:
 
     def domain_changed(self, info):
         """Driver callback: queue the domain's state, read again now (the
-        event may be stale), and send it at once."""
+        event may be stale), and send it at once; if a task runs on the
+        domain, once the task's result was sent (:class:`Delivered`)."""
         metrics.AGENT_EVENTS.labels(self.host).inc()
-        if self._queue([read_domain(self.driver, info.uuid)], news_only=True):
+        if not self.delivered.hold(info.uuid):
+            self._read_and_send(info.uuid)
+
+    def _read_and_send(self, uuid):
+        if self._queue([read_domain(self.driver, uuid)], news_only=True):
             self._wake.set()
 
     def full_report(self):

@@ -122,3 +122,53 @@ def test_an_older_result_does_not_overwrite_a_newer_report():
     assert delivered.has(dict(new, seq=21))
     assert not delivered.has(dict(new, power_state=power.RUNNING,
                                   reason=None, seq=21))
+
+
+# --- events of a domain whose task runs on the agent ----------------------------
+
+def test_an_event_during_a_task_waits_and_is_not_sent_if_the_result_said_it():
+    rep, driver, conductor = reporter()
+    rep.delivered.task_began(UUID)
+    event(rep)                  # the build's domain appears: held
+    assert conductor.stored == []
+    # the task's result, read at its end, told the conductor RUNNING
+    rep.delivered.record([reporter_mod.read_domain(driver, UUID)])
+    rep.delivered.task_ended(UUID)
+    rep.flush()
+    assert conductor.stored == []
+
+
+def test_an_event_during_a_task_is_read_again_and_sent_at_its_end():
+    rep, driver, conductor = reporter()
+    rep.delivered.task_began(UUID)
+    driver.state = power.SHUTDOWN
+    event(rep)
+    assert conductor.stored == []
+    # a task that sent no power (it failed before reading it); the guest
+    # is RUNNING again by the time the task ends: that is what is sent
+    driver.state = power.RUNNING
+    rep.delivered.task_ended(UUID)
+    rep.flush()
+    assert conductor.stored == [([power.RUNNING], False)]
+
+
+def test_an_event_of_another_domain_or_after_the_task_is_not_held():
+    rep, driver, conductor = reporter()
+    rep.delivered.task_began('another-domain')
+    driver.state = power.SHUTDOWN
+    event(rep)
+    rep.delivered.task_ended('another-domain')
+    driver.state = power.RUNNING
+    event(rep)
+    assert conductor.stored == [([power.SHUTDOWN], False),
+                                ([power.RUNNING], False)]
+
+
+def test_the_full_report_carries_a_domain_whose_task_runs():
+    rep, driver, conductor = reporter()
+    rep.delivered.task_began(UUID)
+    driver.state = power.CRASHED
+    event(rep)
+    assert rep.full_report()
+    [(reported, full)] = conductor.stored
+    assert reported == [power.CRASHED] and full
