@@ -98,7 +98,6 @@ class AgentManager:
             self._run(ctx, instance, action, params,
                       tasks.HANDLERS.get(action))
         finally:
-            self.delivered.task_ended(instance['uuid'])
             self._slots.release()
             with self._lock:
                 self.journal.remove(ctx.task_id)
@@ -106,6 +105,7 @@ class AgentManager:
                 self._ended[ctx.task_id] = None
                 while len(self._ended) > REMEMBERED_TASKS:
                     self._ended.popitem(last=False)
+            self.delivered.task_ended(instance['uuid'])
 
     def _wait_for_slot(self, ctx, action):
         """At most ``[compute] max_concurrent_tasks`` run at once; the

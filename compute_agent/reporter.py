@@ -114,8 +114,13 @@ class Delivered:
             if uuid not in self._held:
                 return
             self._held.discard(uuid)
-        if self.on_release is not None:
+        if self.on_release is None:
+            return
+        try:
             self.on_release(uuid)
+        except Exception as err:    # the hypervisor away: not this task's
+            LOG.warning('Domain %s not read again after its task: %s; the '
+                        'full report will carry it', uuid, err)
 
     def hold(self, uuid):
         """True, and noted, if a task runs on ``uuid``: its event waits."""

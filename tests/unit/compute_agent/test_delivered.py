@@ -172,3 +172,16 @@ def test_the_full_report_carries_a_domain_whose_task_runs():
     assert rep.full_report()
     [(reported, full)] = conductor.stored
     assert reported == [power.CRASHED] and full
+
+
+def test_a_read_that_fails_after_the_task_is_left_to_the_full_report():
+    rep, driver, conductor = reporter()
+    rep.delivered.task_began(UUID)
+    event(rep)
+
+    def gone(uuid):
+        raise ConnectionError('libvirtd away')
+    driver.get_domain = gone
+    rep.delivered.task_ended(UUID)          # does not raise
+    rep.flush()
+    assert conductor.stored == []
