@@ -140,10 +140,14 @@ class ConductorManager:
                   service_version=None, power=None):
         # A malformed report is refused before the heartbeat is stored.
         carried = None if power is None else results_mod.carried_power(power)
-        return self.results.heartbeat(ctx, host=host, capacity=capacity,
-                                      started_at=started_at,
-                                      lost_tasks=lost_tasks,
-                                      version=service_version, power=carried)
+        self.results.heartbeat(ctx, host=host, capacity=capacity,
+                               started_at=started_at, lost_tasks=lost_tasks,
+                               version=service_version)
+        if carried is None:
+            return None
+        reports, full = carried
+        return self.results.power_report(ctx, host=host, reports=reports,
+                                         full=full)
 
     @_expected
     @_agent_task_report
