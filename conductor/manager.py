@@ -140,14 +140,10 @@ class ConductorManager:
                   service_version=None, power=None):
         # A malformed report is refused before the heartbeat is stored.
         carried = None if power is None else results_mod.carried_power(power)
-        self.results.heartbeat(ctx, host=host, capacity=capacity,
-                               started_at=started_at, lost_tasks=lost_tasks,
-                               version=service_version)
-        if carried is None:
-            return None
-        reports, full = carried
-        return self.results.power_report(ctx, host=host, reports=reports,
-                                         full=full)
+        return self.results.heartbeat(ctx, host=host, capacity=capacity,
+                                      started_at=started_at,
+                                      lost_tasks=lost_tasks,
+                                      version=service_version, power=carried)
 
     @_expected
     @_agent_task_report

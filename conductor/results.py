@@ -186,18 +186,34 @@ class Results:
     # --- heartbeats and lost tasks ----------------------------------------------
 
     def heartbeat(self, ctx, *, host, capacity, started_at, lost_tasks,
-                  version=None):
+                  version=None, power=None):
         """``version``: the agent's package version (None from an agent
-        older than RPC 1.2)."""
-        started = (datetime.datetime.fromisoformat(started_at)
-                   if started_at else None)
-        self.db.agent_heartbeat(
-            host, vcpus=capacity['vcpus'], memory_mb=capacity['memory_mb'],
-            disk_gb=capacity['disk_gb'], agent_started_at=started,
-            ram_ratio=self.conf.scheduler.ram_allocation_ratio,
-            binary=services.AGENT, version=version)
+        older than RPC 1.2). ``power``: the (reports, full) of a full power
+        report the heartbeat carries (RPC 1.4); the answer is then
+        :meth:`power_report`'s. Without lost tasks to fail first, the
+        heartbeat is stored in the report's first transaction."""
+        beat = self._beat(host, capacity, started_at, version)
+        if power is not None and not lost_tasks:
+            reports, full = power
+            return self.power_report(ctx, host=host, reports=reports,
+                                     full=full, beat=beat)
+        self.db.agent_heartbeat(host, **beat)
         if lost_tasks:
             self.fail_lost_tasks(ctx, host, lost_tasks)
+        if power is None:
+            return None
+        reports, full = power
+        return self.power_report(ctx, host=host, reports=reports, full=full)
+
+    def _beat(self, host, capacity, started_at, version):
+        """What :meth:`StateDB.agent_heartbeat` takes besides the host."""
+        return {'vcpus': capacity['vcpus'], 'memory_mb': capacity['memory_mb'],
+                'disk_gb': capacity['disk_gb'],
+                'agent_started_at': (
+                    datetime.datetime.fromisoformat(started_at)
+                    if started_at else None),
+                'ram_ratio': self.conf.scheduler.ram_allocation_ratio,
+                'binary': services.AGENT, 'version': version}
 
     def fail_lost_tasks(self, ctx, host, task_ids):
         """An agent restarted and lost these tasks: fail them now."""
@@ -237,7 +253,7 @@ class Results:
 
     # --- power reports -------------------------------------------------------------
 
-    def power_report(self, ctx, *, host, reports, full=False):
+    def power_report(self, ctx, *, host, reports, full=False, beat=None):
         """Store each report and reconcile; answer what the agent must do:
         domains to destroy, and domains no instance owns (orphans).
 
@@ -249,7 +265,9 @@ class Results:
         written row by row. A report that says what is stored (the common
         case of a periodic full report) costs a share of one UPDATE of
         ``power_seq`` per distinct state (:mod:`common.db.power`), and
-        reconcile reads the whole row only where the table may act."""
+        reconcile reads the whole row only where the table may act.
+        ``beat``: a heartbeat carrying the report, stored in the same first
+        transaction (:meth:`common.db.api.StateDB.power_view`)."""
         read_seq = full if full and not isinstance(full, bool) else None
         reported = {r.get('uuid') for r in reports}
         batch = _Batch()
@@ -266,9 +284,10 @@ class Results:
         # One transaction: the host's instances (a full report), any
         # reported domain not among them (elsewhere now, or hard-deleted),
         # and the unchanged ones confirmed.
-        view = self.db.power_view(host=host if read_seq else None,
-                                  uuids=reported, confirm=sort,
-                                  read_seq=read_seq)
+        view = self.db.power_view(
+            host=host if read_seq else None, uuids=reported, confirm=sort,
+            read_seq=read_seq,
+            beat=None if beat is None else dict(beat, host=host))
         if read_seq:
             self._not_found(host, view.values(), reported, read_seq)
         for report, row in batch.changed:

@@ -33,18 +33,22 @@ def _give_back():
 _GIVE_BACK = _give_back()
 _HOST = prepared.Prepared(sa.select(H).where(H.c.name == bind('host')))
 # A known host's heartbeat: its capacity now, agent_started_at and ram_ratio
-# kept when not given; then its free_memory_mb from the stored columns
-# (scheduling.free_ram), as every other writer computes it.
+# kept when not given, and its free_memory_mb: scheduling.free_ram's
+# expression (as every other writer computes it) on the values this UPDATE
+# stores, since the right-hand sides read the row as it was.
+_NEW_RATIO = sa.func.coalesce(bind('ram_ratio', H.c.ram_ratio.type),
+                              H.c.ram_ratio)
+_NEW_MEMORY = bind('memory_mb', H.c.memory_mb.type)
 _BEAT = prepared.Prepared(sa.update(H).where(H.c.name == bind('host')).values(
     vcpus=bind('vcpus', H.c.vcpus.type),
-    memory_mb=bind('memory_mb', H.c.memory_mb.type),
+    memory_mb=_NEW_MEMORY,
     disk_gb=bind('disk_gb', H.c.disk_gb.type),
     last_heartbeat=bind('now', H.c.last_heartbeat.type),
     updated_at=bind('updated_at', H.c.updated_at.type),
     agent_started_at=sa.func.coalesce(
         bind('started', H.c.agent_started_at.type), H.c.agent_started_at),
-    ram_ratio=sa.func.coalesce(bind('ram_ratio', H.c.ram_ratio.type),
-                               H.c.ram_ratio)))
+    ram_ratio=_NEW_RATIO,
+    free_memory_mb=_NEW_MEMORY * _NEW_RATIO - H.c.used_memory_mb))
 _FREE_RAM = prepared.Prepared(sa.update(H).where(
     H.c.name == bind('host')).values(
         free_memory_mb=scheduling.free_ram(H.c.used_memory_mb)))
@@ -114,41 +118,41 @@ class HostsMixin:
                         agent_started_at, ram_ratio, binary, version):
         """:meth:`host_heartbeat` and the agent's service row
         (:meth:`service_heartbeat`), in one transaction."""
-        def txn(conn):
-            now = self.clock()
-            before = self._host_beat(
-                conn, host, now, vcpus=vcpus, memory_mb=memory_mb,
-                disk_gb=disk_gb, agent_started_at=agent_started_at,
-                ram_ratio=ram_ratio)
-            services.beat(conn, binary=binary, host=host, version=version,
-                          started_at=agent_started_at, now=now)
-            return before
-        return self.db.transaction(txn)
+        self.db.transaction(self._agent_beat, host, vcpus=vcpus,
+                            memory_mb=memory_mb, disk_gb=disk_gb,
+                            agent_started_at=agent_started_at,
+                            ram_ratio=ram_ratio, binary=binary,
+                            version=version)
+
+    def _agent_beat(self, conn, host, *, vcpus, memory_mb, disk_gb,
+                    agent_started_at, ram_ratio, binary, version):
+        now = self.clock()
+        self._host_beat(conn, host, now, vcpus=vcpus, memory_mb=memory_mb,
+                        disk_gb=disk_gb, agent_started_at=agent_started_at,
+                        ram_ratio=ram_ratio)
+        services.beat(conn, binary=binary, host=host, version=version,
+                      started_at=agent_started_at, now=now)
 
     @staticmethod
     def _host_beat(conn, host, now, *, vcpus, memory_mb, disk_gb,
                    agent_started_at, ram_ratio):
+        """One UPDATE for a known host (the common case); a new one is
+        inserted, its free_memory_mb then computed from the stored columns.
+        Two agents that beat first under the same name at once: one INSERT
+        fails and that heartbeat is not recorded (the next one is)."""
         ratio = None if ram_ratio is None else float(ram_ratio)
-        before = _HOST.one(conn, host=host)
-        if before is None:
-            values = {'vcpus': vcpus, 'memory_mb': memory_mb,
-                      'disk_gb': disk_gb, 'last_heartbeat': now,
-                      'updated_at': now, 'agent_started_at': agent_started_at,
-                      'ram_ratio': 1.0 if ratio is None else ratio}
-            conn.execute(sa.insert(H).values(
-                name=host, used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
-                free_memory_mb=0, enabled=True, created_at=now, **values))
-        else:
-            _BEAT.run(conn, host=host, vcpus=vcpus, memory_mb=memory_mb,
-                      disk_gb=disk_gb, now=now, updated_at=now,
-                      started=agent_started_at, ram_ratio=ratio)
-        # Every time, not only when ``before`` shows another capacity or
-        # ratio: ``before`` was read without a lock, and a concurrent
-        # heartbeat with other values may have committed since (the UPDATE
-        # above holds the row now). From the stored columns, as every other
-        # writer does, so that the value is the same to the last bit.
+        beat = _BEAT.run(conn, host=host, vcpus=vcpus, memory_mb=memory_mb,
+                         disk_gb=disk_gb, now=now, updated_at=now,
+                         started=agent_started_at, ram_ratio=ratio)
+        if beat.rowcount:
+            return
+        conn.execute(sa.insert(H).values(
+            name=host, used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
+            free_memory_mb=0, enabled=True, created_at=now, vcpus=vcpus,
+            memory_mb=memory_mb, disk_gb=disk_gb, last_heartbeat=now,
+            updated_at=now, agent_started_at=agent_started_at,
+            ram_ratio=1.0 if ratio is None else ratio))
         _FREE_RAM.run(conn, host=host)
-        return before
 
     def get_host(self, host):
         def txn(conn):

@@ -100,7 +100,7 @@ class PowerMixin:
     """Needs ``self.db`` and ``self.clock``."""
 
     def power_view(self, *, host=None, uuids=(), confirm=None,
-                   read_seq=None):
+                   read_seq=None, beat=None):
         """{uuid: {POWER_KEYS...}} of the instances placed on ``host`` (not
         hard-deleted) and of those of ``uuids`` not among them (wherever
         they are, hard-deleted too).
@@ -108,8 +108,14 @@ class PowerMixin:
         ``confirm``, if given, is called with that view and returns the
         unchanged reports to confirm (see :meth:`confirm_power`), which are
         then confirmed in the same transaction: one transaction per report
-        batch. It may run again (a retried transaction)."""
+        batch. It may run again (a retried transaction).
+
+        ``beat``: the keyword arguments of :meth:`agent_heartbeat`, for a
+        report carried by a heartbeat: the heartbeat is stored first, in
+        the same transaction (its BEGIN and COMMIT serve both)."""
         def txn(conn):
+            if beat is not None:
+                self._agent_beat(conn, **beat)
             found = _keyed(_ON_HOST.run(conn, host=host).rows) if host else {}
             rest = [u for u in uuids if u is not None and u not in found]
             for size, slots in _chunks(rest):
@@ -117,11 +123,13 @@ class PowerMixin:
             if confirm is not None:
                 self._confirm(conn, host, confirm(found), read_seq)
             return found
-        if not host and not any(u is not None for u in uuids):
+        if beat is None and not host and not any(
+                u is not None for u in uuids):
             if confirm is not None:
                 confirm({})
             return {}
-        return self.db.transaction(txn, readonly=confirm is None)
+        return self.db.transaction(
+            txn, readonly=confirm is None and beat is None)
 
     def confirm_power(self, host, confirmed, *, read_seq=None):
         """Mark unchanged instances as known as of their report.

@@ -200,8 +200,8 @@ def test_free_allocations_of_a_rolled_back_build(statedb, instances):
 def test_heartbeat_updates_capacity_and_keeps_usage(statedb, clock, instances):
     instances.active()
     now = clock.advance(10)
-    assert statedb.host_heartbeat(instances.host, vcpus=64, memory_mb=1024,
-                                  disk_gb=10) is not None
+    statedb.host_heartbeat(instances.host, vcpus=64, memory_mb=1024,
+                           disk_gb=10)
     host = statedb.get_host(instances.host)
     assert (host['vcpus'], host['last_heartbeat']) == (64, now)
     assert host['used_vcpus'] == instances.flavor['vcpus']

@@ -796,3 +796,57 @@ def test_a_full_report_leaves_instances_without_a_domain_alone(world, ctx):
     before = world.snapshot(building)
     world.results.power_report(world.ctx, host=HOST, full=20, reports=[])
     assert world.snapshot(building) == before
+
+
+# --- a full report carried by a heartbeat ------------------------------------------
+
+_CAPACITY = {'vcpus': 8, 'memory_mb': 8192, 'disk_gb': 80}
+
+
+def _transactions(world, monkeypatch):
+    """The transactions the StateDB runs from now on (one entry each)."""
+    runs = []
+    real = world.db.db.transaction
+
+    def counted(fn, *args, **kwargs):
+        runs.append(fn)
+        return real(fn, *args, **kwargs)
+    monkeypatch.setattr(world.db.db, 'transaction', counted)
+    return runs
+
+
+def test_a_heartbeat_and_its_unchanged_report_are_one_transaction(
+        world, clock, monkeypatch):
+    uuid = world.idle(vm.ACTIVE)
+    world.report(uuid, power.RUNNING, seq=10)
+    now = clock.advance(5)
+    runs = _transactions(world, monkeypatch)
+
+    answer = world.results.heartbeat(
+        world.ctx, host=HOST, capacity=_CAPACITY, started_at=None,
+        lost_tasks=[], power=([_report_of(uuid, power.RUNNING, 21)], 20))
+
+    assert len(runs) == 1
+    assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
+    assert world.db.get_instance(uuid)['power_seq'] == 20
+    host = world.db.get_host(HOST)
+    assert (host['last_heartbeat'], host['vcpus']) == (now, 8)
+    assert [s['last_seen'] for s in world.db.list_services()
+            if s['host'] == HOST] == [now]
+
+
+def test_a_heartbeat_with_lost_tasks_fails_them_before_its_report(world):
+    uuid, task_id = world.busy(vm.ACTIVE)
+    world.report(uuid, power.SHUTDOWN, seq=10)
+
+    world.results.heartbeat(
+        world.ctx, host=HOST, capacity=_CAPACITY, started_at=None,
+        lost_tasks=[task_id],
+        power=([_report_of(uuid, power.SHUTDOWN, 21)], 20))
+
+    inst = world.db.get_instance(uuid)
+    assert inst['task_id'] is None
+    # the report came after the task ended: reconcile acted on it (an
+    # ACTIVE instance found shut down)
+    assert inst['vm_state'] != vm.ACTIVE
+    assert world.db.get_host(HOST)['last_heartbeat'] is not None
