@@ -13,6 +13,7 @@ from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import set_opts
+from tests.functional.conftest import wait_hung
 
 
 @pytest.fixture(scope='module')
@@ -56,9 +57,11 @@ def test_rename_while_a_task_runs_keeps_the_task(api, shared_plane):
     server = api.active(name='busy')
     store = fake.HostStore(shared_plane.conf.state_dir,
                            server['OS-EXT-SRV-ATTR:host'])
-    store.set_fault('power_off', 'hang')
+    store.set_fault('power_off', 'hang', count=1)
     try:
         api.action(server['id'], {'os-stop': None})
+        # Cleared before the agent's driver call, the stop would succeed.
+        wait_hung(shared_plane, server['OS-EXT-SRV-ATTR:host'], 'power_off')
         running = api.server(server['id'])
         assert running['OS-EXT-STS:task_state'] == 'stopping'
         resp = _rename(api, server['id'], {'server': {'name': 'renamed'}})

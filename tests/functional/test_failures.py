@@ -27,6 +27,7 @@ from tests.functional.conftest import log_of
 from tests.functional.conftest import summary
 from tests.functional.conftest import tidy
 from tests.functional.conftest import used
+from tests.functional.conftest import wait_hung
 from tests.functional.conftest import wait_idle
 from tests.functional.conftest import wait_task
 
@@ -227,9 +228,12 @@ def test_the_table_denies_with_the_reason_and_changes_nothing(
 
 def test_an_action_while_a_task_runs_is_denied(plane, ctx):
     inst = active(plane, ctx)
-    faults(plane, inst['host']).set_fault('power_off', 'hang')
+    faults(plane, inst['host']).set_fault('power_off', 'hang', count=1)
     plane.client.run_action(ctx, inst['uuid'], 'stop')
     running = wait_task(plane, inst['uuid'], task.STOPPING)
+    # The claim is made before the agent calls its driver: cleared before
+    # the call, the fault would never be met and the stop would succeed.
+    wait_hung(plane, inst['host'], 'power_off')
     log = log_of(plane, inst['uuid'])
 
     with pytest.raises(exception.ActionNotAllowed) as caught:
