@@ -272,22 +272,28 @@ class Results:
         reported = {r.get('uuid') for r in reports}
         batch = _Batch()
 
-        def sort(view):
+        def sort(view, done):
             batch.__init__()        # a retried transaction sorts again
             for report in reports:
-                row = view.get(report.get('uuid'))
-                if _plainly_same(host, report, row):
+                uuid = report.get('uuid')
+                row = view.get(uuid)
+                if uuid in done:        # confirmed by the read itself
+                    if _may_act(row):
+                        batch.recheck.append(uuid)
+                elif _plainly_same(host, report, row):
                     self._unchanged(host, report, row, batch)
                 else:
                     self._sort(host, report, row, batch)
             return batch.confirmed
         # One transaction: the host's instances (a full report), any
         # reported domain not among them (elsewhere now, or hard-deleted),
-        # and the unchanged ones confirmed.
+        # and the unchanged ones confirmed (on PostgreSQL, the plain ones
+        # by the read itself: common.db.power.quick_confirm).
         view = self.db.power_view(
             host=host if read_seq else None, uuids=reported, confirm=sort,
             read_seq=read_seq,
-            beat=None if beat is None else dict(beat, host=host))
+            beat=None if beat is None else dict(beat, host=host),
+            reports=reports)
         if read_seq:
             self._not_found(host, view.values(), reported, read_seq)
         for report, row in batch.changed:

@@ -56,6 +56,56 @@ _ALLOCATIONS = prepared.Prepared(sa.select(A).where(
     A.c.instance_uuid == bind('uuid')).order_by(A.c.id))
 
 
+def beat_values(host, now, *, vcpus, memory_mb, disk_gb, agent_started_at,
+                ram_ratio, binary=None, version=None):
+    """The values of a heartbeat's statements (:data:`_BEAT`, the service's
+    :data:`services.BEAT`, and both in one: :func:`beat_counts`)."""
+    return {'host': host, 'now': now, 'updated_at': now, 'vcpus': vcpus,
+            'memory_mb': memory_mb, 'disk_gb': disk_gb,
+            'started': agent_started_at, 'started_at': agent_started_at,
+            'ram_ratio': None if ram_ratio is None else float(ram_ratio),
+            'binary': binary, 'version': version}
+
+
+def beat_counts():
+    """PostgreSQL: an agent's heartbeat (its host's row and its service's
+    row, each one UPDATE) as two data-modifying CTEs, and the columns that
+    count the rows each found (``hosts_beaten``, ``services_beaten``), for a
+    SELECT that runs both with whatever else it reads: one round trip
+    instead of two. A row not found is inserted after (:func:`after_beat`).
+    Takes :func:`beat_values`."""
+    found_host = _BEAT.stmt.returning(H.c.name).cte('beat_host')
+    found_service = services.BEAT.stmt.returning(
+        services.S.c.host).cte('beat_service')
+    return [sa.select(sa.func.count()).select_from(cte).scalar_subquery()
+            .label(name) for cte, name in ((found_host, 'hosts_beaten'),
+                                           (found_service, 'services_beaten'))]
+
+
+def after_beat(conn, values, *, hosts_beaten, services_beaten):
+    """Insert what a heartbeat's UPDATEs did not find: a new host, a new
+    agent's service row."""
+    if not hosts_beaten:
+        _new_host(conn, values)
+    if not services_beaten:
+        services.insert_beat(conn, **values)
+
+
+def _new_host(conn, values):
+    ratio = values['ram_ratio']
+    conn.execute(sa.insert(H).values(
+        name=values['host'], used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
+        free_memory_mb=0, enabled=True, created_at=values['now'],
+        vcpus=values['vcpus'], memory_mb=values['memory_mb'],
+        disk_gb=values['disk_gb'], last_heartbeat=values['now'],
+        updated_at=values['now'], agent_started_at=values['started'],
+        ram_ratio=1.0 if ratio is None else ratio))
+    _FREE_RAM.run(conn, host=values['host'])
+
+
+_BOTH_BEATS = prepared.Prepared(sa.select(*beat_counts()))
+
+
 def _freeing(by_host, by_purpose):
     """DELETE the instance's allocations [of a host] [of a purpose],
     returning what they held."""
@@ -126,12 +176,20 @@ class HostsMixin:
 
     def _agent_beat(self, conn, host, *, vcpus, memory_mb, disk_gb,
                     agent_started_at, ram_ratio, binary, version):
-        now = self.clock()
-        self._host_beat(conn, host, now, vcpus=vcpus, memory_mb=memory_mb,
-                        disk_gb=disk_gb, agent_started_at=agent_started_at,
-                        ram_ratio=ram_ratio)
-        services.beat(conn, binary=binary, host=host, version=version,
-                      started_at=agent_started_at, now=now)
+        values = beat_values(host, self.clock(), vcpus=vcpus,
+                             memory_mb=memory_mb, disk_gb=disk_gb,
+                             agent_started_at=agent_started_at,
+                             ram_ratio=ram_ratio, binary=binary,
+                             version=version)
+        if conn.dialect.name == 'postgresql':
+            # Both UPDATEs in one statement: one round trip to the server.
+            row = _BOTH_BEATS.one(conn, **values)
+            after_beat(conn, values, hosts_beaten=row['hosts_beaten'],
+                       services_beaten=row['services_beaten'])
+            return
+        after_beat(conn, values,
+                   hosts_beaten=_BEAT.run(conn, **values).rowcount,
+                   services_beaten=services.beat_known(conn, **values))
 
     @staticmethod
     def _host_beat(conn, host, now, *, vcpus, memory_mb, disk_gb,
@@ -140,19 +198,12 @@ class HostsMixin:
         inserted, its free_memory_mb then computed from the stored columns.
         Two agents that beat first under the same name at once: one INSERT
         fails and that heartbeat is not recorded (the next one is)."""
-        ratio = None if ram_ratio is None else float(ram_ratio)
-        beat = _BEAT.run(conn, host=host, vcpus=vcpus, memory_mb=memory_mb,
-                         disk_gb=disk_gb, now=now, updated_at=now,
-                         started=agent_started_at, ram_ratio=ratio)
-        if beat.rowcount:
-            return
-        conn.execute(sa.insert(H).values(
-            name=host, used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
-            free_memory_mb=0, enabled=True, created_at=now, vcpus=vcpus,
-            memory_mb=memory_mb, disk_gb=disk_gb, last_heartbeat=now,
-            updated_at=now, agent_started_at=agent_started_at,
-            ram_ratio=1.0 if ratio is None else ratio))
-        _FREE_RAM.run(conn, host=host)
+        values = beat_values(host, now, vcpus=vcpus, memory_mb=memory_mb,
+                             disk_gb=disk_gb,
+                             agent_started_at=agent_started_at,
+                             ram_ratio=ram_ratio)
+        if not _BEAT.run(conn, **values).rowcount:
+            _new_host(conn, values)
 
     def get_host(self, host):
         def txn(conn):

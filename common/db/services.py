@@ -16,7 +16,7 @@ AGENT = 'tristate-compute-agent'
 
 
 # A known service's beat, built once (started_at kept when not given).
-_BEAT = prepared.Prepared(sa.update(S).where(
+BEAT = prepared.Prepared(sa.update(S).where(
     S.c.binary == bind('binary', S.c.binary.type),
     S.c.host == bind('host', S.c.host.type),
 ).values(version=bind('version', S.c.version.type),
@@ -26,11 +26,23 @@ _BEAT = prepared.Prepared(sa.update(S).where(
 
 
 def beat(conn, *, binary, host, version, started_at, now):
-    res = _BEAT.run(conn, binary=binary, host=host, version=version,
+    if not beat_known(conn, binary=binary, host=host, version=version,
+                      now=now, started_at=started_at):
+        insert_beat(conn, binary=binary, host=host, version=version,
                     now=now, started_at=started_at)
-    if res.rowcount == 0:
-        quotas.insert_new(conn, S, binary=binary, host=host, version=version,
-                          last_seen=now, started_at=started_at)
+
+
+def beat_known(conn, *, binary, host, version, started_at, now, **_):
+    """The UPDATE of a known service's row: how many it found (0 or 1).
+    Ignores the other values of a heartbeat (``hosts.beat_values``)."""
+    return BEAT.run(conn, binary=binary, host=host, version=version,
+                    now=now, started_at=started_at).rowcount
+
+
+def insert_beat(conn, *, binary, host, version, started_at, now, **_):
+    """A new service's row (the first beat of a conductor or agent)."""
+    quotas.insert_new(conn, S, binary=binary, host=host, version=version,
+                      last_seen=now, started_at=started_at)
 
 
 def list_all(conn):

@@ -1,0 +1,198 @@
+"""A full power report, alone or carried by a heartbeat, on both backends.
+
+On PostgreSQL the heartbeat, the read of the host's instances and the
+confirm of the reports that say what is stored are one statement
+(common.db.power._pg_full_read); on SQLite they are the separate
+statements they always were. Whatever the path, the outcome must be the
+same: these tests run on both and check what an operator relies on, i.e.
+unchanged reports known as of the read, changed ones stored and reconciled,
+a newer stored report kept, a missing domain stored as gone, a deleted
+instance's domain destroyed, a new host's first heartbeat recorded.
+"""
+
+import pytest
+from oslo_config import cfg
+
+from common.conf import register_all
+from common.db import api
+from common.states import power
+from common.states import vm
+from tests.conftest import HOST
+from tests.unit.db.test_reconcile_db import World
+from tests.unit.db.test_reconcile_db import _report_of
+
+CAPACITY = {'vcpus': 8, 'memory_mb': 8192, 'disk_gb': 80}
+READ = 20           # the seq of the agent's read of every domain
+
+
+@pytest.fixture
+def conf():
+    conf = cfg.ConfigOpts()
+    register_all(conf)
+    conf([], project='tristate', default_config_files=[])
+    yield conf
+    conf.reset()
+
+
+@pytest.fixture
+def world(statedb, conf, ctx, clock):
+    """The gateway, reconciler and results over SQLite or PostgreSQL."""
+    return World(statedb, conf, ctx, clock)
+
+
+def _full(world, reports, *, carried, host=HOST):
+    """The report as the agent sends it: in a heartbeat (RPC 1.4) or on
+    its own (an agent capped below)."""
+    if carried:
+        return world.results.heartbeat(
+            world.ctx, host=host, capacity=CAPACITY, started_at=None,
+            lost_tasks=[], version='9.9', power=(reports, READ))
+    return world.results.power_report(world.ctx, host=host, reports=reports,
+                                      full=READ)
+
+
+def _power(world, uuid):
+    inst = world.db.get_instance(uuid)
+    return (inst['vm_state'], inst['power_state'], inst['power_reason'],
+            inst['power_seq'])
+
+
+CARRIED = pytest.mark.parametrize('carried', [True, False],
+                                  ids=['in-heartbeat', 'alone'])
+
+
+@CARRIED
+def test_reports_that_say_what_is_stored_are_known_as_of_the_read(
+        world, clock, carried):
+    running = world.idle(vm.ACTIVE)
+    stopped = world.idle(vm.STOPPED)
+    paused = world.idle(vm.PAUSED)
+    world.report(running, power.RUNNING, seq=10)
+    world.report(stopped, power.SHUTDOWN, 'host', seq=11)
+    world.report(paused, power.PAUSED, 'unknown', seq=12)
+    now = clock.advance(5)
+
+    answer = _full(world, [_report_of(running, power.RUNNING, 21),
+                           _report_of(stopped, power.SHUTDOWN, 22, 'host'),
+                           _report_of(paused, power.PAUSED, 23, 'unknown')],
+                   carried=carried)
+
+    assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
+    assert _power(world, running) == (vm.ACTIVE, power.RUNNING, None, READ)
+    assert _power(world, stopped) == (vm.STOPPED, power.SHUTDOWN, 'host',
+                                      READ)
+    assert _power(world, paused) == (vm.PAUSED, power.PAUSED, 'unknown', READ)
+    assert world.db.get_instance(running)['power_reported_at'] == now
+    assert world.flows.sent == []
+
+
+@CARRIED
+def test_a_changed_report_is_stored_and_reconciled_beside_unchanged_ones(
+        world, carried):
+    same = world.idle(vm.ACTIVE)
+    shut = world.idle(vm.ACTIVE, user_shutdown='stop')
+    paused = world.idle(vm.ACTIVE)      # the same reason, another state
+    for uuid in (same, shut, paused):
+        world.report(uuid, power.RUNNING, seq=10)
+
+    _full(world, [_report_of(same, power.RUNNING, 21),
+                  _report_of(shut, power.SHUTDOWN, 22, 'guest'),
+                  _report_of(paused, power.PAUSED, 23)],
+          carried=carried)
+
+    assert _power(world, same) == (vm.ACTIVE, power.RUNNING, None, READ)
+    assert _power(world, shut) == (vm.STOPPED, power.SHUTDOWN, 'guest', 22)
+    assert _power(world, paused)[1:] == (power.PAUSED, None, 23)
+
+
+@CARRIED
+def test_a_newer_stored_report_is_kept(world, carried):
+    uuid = world.idle(vm.ACTIVE)
+    world.report(uuid, power.RUNNING, seq=30)       # newer than the read
+
+    _full(world, [_report_of(uuid, power.RUNNING, 21)], carried=carried)
+
+    assert _power(world, uuid) == (vm.ACTIVE, power.RUNNING, None, 30)
+
+
+@CARRIED
+def test_a_domain_the_read_did_not_find_is_gone(world, carried):
+    listed = world.idle(vm.ACTIVE)
+    missing = world.idle(vm.ACTIVE)
+    for uuid in (listed, missing):
+        world.report(uuid, power.RUNNING, seq=10)
+
+    _full(world, [_report_of(listed, power.RUNNING, 21)], carried=carried)
+
+    assert _power(world, listed)[1:] == (power.RUNNING, None, READ)
+    inst = world.db.get_instance(missing)
+    assert (inst['power_state'], inst['power_seq']) == (power.NOSTATE, READ)
+
+
+@CARRIED
+def test_a_deleted_instances_domain_is_destroyed_not_confirmed(world,
+                                                               carried):
+    deleted = world.idle(vm.HARD_DELETED)
+    kept = world.idle(vm.ACTIVE)
+    world.report(kept, power.RUNNING, seq=10)
+
+    answer = _full(world, [_report_of(deleted, power.RUNNING, 21),
+                           _report_of(kept, power.RUNNING, 22)],
+                   carried=carried)
+
+    assert answer['destroy'] == [deleted]
+    assert world.db.get_instance(deleted)['vm_state'] == vm.HARD_DELETED
+    assert _power(world, kept)[3] == READ
+
+
+@CARRIED
+def test_reports_of_any_spelling_are_compared_alike(world, carried):
+    """A report whose fields are not the plain types (a state by name, a
+    seq as text) is compared in Python, as on every backend; a uuid sent
+    twice is not confirmed twice."""
+    named, text_seq, twice = (world.idle(vm.ACTIVE) for _ in range(3))
+    for uuid in (named, text_seq, twice):
+        world.report(uuid, power.RUNNING, seq=10)
+
+    _full(world, [_report_of(named, 'running', 21),
+                  _report_of(text_seq, power.RUNNING, '22'),
+                  _report_of(twice, power.RUNNING, 23),
+                  _report_of(twice, power.RUNNING, 24)], carried=carried)
+
+    for uuid in (named, text_seq, twice):
+        assert _power(world, uuid) == (vm.ACTIVE, power.RUNNING, None, READ)
+
+
+def test_a_new_hosts_first_heartbeat_records_it_with_its_report(world, clock):
+    now = clock.advance(1)
+    stray = api.new_uuid()          # a domain no instance owns
+
+    answer = _full(world, [_report_of(stray, power.RUNNING, 21)],
+                   carried=True, host='newhost')
+
+    assert answer['orphans']['uuids'] == [stray]
+    host = world.db.get_host('newhost')
+    assert (host['vcpus'], host['memory_mb'], host['last_heartbeat']) == (
+        CAPACITY['vcpus'], CAPACITY['memory_mb'], now)
+    assert host['free_memory_mb'] == CAPACITY['memory_mb']
+    assert [(s['version'], s['last_seen']) for s in world.db.list_services()
+            if s['host'] == 'newhost'] == [('9.9', now)]
+
+
+def test_a_known_hosts_heartbeat_with_its_report_keeps_its_usage(world,
+                                                                 clock):
+    _full(world, [], carried=True)
+    before = world.db.get_host(HOST)
+    world.db.db.transaction(lambda conn: conn.exec_driver_sql(
+        "UPDATE hosts SET used_memory_mb = 1024 WHERE name = '%s'" % HOST))
+    now = clock.advance(10)
+
+    _full(world, [], carried=True)
+
+    host = world.db.get_host(HOST)
+    assert (host['last_heartbeat'], host['created_at']) == (
+        now, before['created_at'])
+    assert host['used_memory_mb'] == 1024
+    assert host['free_memory_mb'] == CAPACITY['memory_mb'] - 1024
+    assert [s['last_seen'] for s in world.db.list_services()
+            if s['host'] == HOST] == [now]
