@@ -91,7 +91,7 @@ def carried_power(power):
     (conductor RPC 1.4); anything else is refused as a whole, with what was
     expected, before any of it is stored."""
     expected = ("expected {'reports': [report, ...], 'full': the seq of the "
-                "read of every domain, a positive integer}")
+                "read of every domain, a positive integer below 2**63}")
     if not isinstance(power, dict) or set(power) != {'reports', 'full'}:
         raise exception.Invalid(reason='power %r in a heartbeat: %s'
                                 % (power, expected))
@@ -99,7 +99,8 @@ def carried_power(power):
     if not isinstance(reports, list):
         raise exception.Invalid(reason='power reports %r in a heartbeat: %s'
                                 % (reports, expected))
-    if isinstance(full, bool) or not isinstance(full, int) or full <= 0:
+    if (isinstance(full, bool) or not isinstance(full, int) or full <= 0
+            or full >= 2 ** 63):
         raise exception.Invalid(reason='power full %r in a heartbeat: %s'
                                 % (full, expected))
     return reports, full

@@ -28,6 +28,7 @@ from common.db import hosts
 from common.db import models
 from common.db import prepared
 from common.db.prepared import bind
+from common.states import POWER_STATES
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, as in api.py)
@@ -143,14 +144,16 @@ def quick_confirm(reports, read_seq):
     """The reports of a full read (seq ``read_seq``) that
     :func:`_pg_full_read` may confirm in SQL: (uuids, states, reasons),
     those whose every field has the plain type a report has (a uuid
-    string, a power state number, a reason string or None, a seq after
-    the read) and whose uuid comes once. Anything else is left to the
-    caller's comparison, as on every other backend."""
+    string, one of the power state numbers, a reason string or None, a
+    seq after the read) and whose uuid comes once. Anything else (a bad
+    report, which the comparison logs and ignores, among them) is left to
+    the caller's comparison, as on every other backend."""
     picked, twice = {}, set()
     for report in reports:
         uuid, state = report.get('uuid'), report.get('power_state')
         seq, reason = report.get('seq'), report.get('reason')
         if not (type(uuid) is str and type(state) is int
+                and state in POWER_STATES
                 and type(seq) is int and seq > read_seq
                 and (reason is None or type(reason) is str)):
             continue

@@ -108,6 +108,7 @@ def test_a_capped_client_refuses_to_carry_a_report(conf, make_plane, ctx):
     ({'reports': [], 'full': True}, 'power full True'),
     ({'reports': [], 'full': 0}, 'power full 0'),
     ({'reports': [], 'full': '12'}, "power full '12'"),
+    ({'reports': [], 'full': 2 ** 63}, 'power full %d' % 2 ** 63),
 ])
 def test_a_malformed_carried_report_is_refused_and_nothing_stored(
         plane, ctx, power_arg, wrong):

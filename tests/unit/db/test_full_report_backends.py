@@ -149,18 +149,23 @@ def test_a_deleted_instances_domain_is_destroyed_not_confirmed(world,
 def test_reports_of_any_spelling_are_compared_alike(world, carried):
     """A report whose fields are not the plain types (a state by name, a
     seq as text) is compared in Python, as on every backend; a uuid sent
-    twice is not confirmed twice."""
-    named, text_seq, twice = (world.idle(vm.ACTIVE) for _ in range(3))
-    for uuid in (named, text_seq, twice):
+    twice is not confirmed twice; a state no hypervisor has is ignored,
+    the heartbeat carrying it stored all the same."""
+    named, text_seq, twice, bad = (world.idle(vm.ACTIVE) for _ in range(4))
+    for uuid in (named, text_seq, twice, bad):
         world.report(uuid, power.RUNNING, seq=10)
 
-    _full(world, [_report_of(named, 'running', 21),
-                  _report_of(text_seq, power.RUNNING, '22'),
-                  _report_of(twice, power.RUNNING, 23),
-                  _report_of(twice, power.RUNNING, 24)], carried=carried)
+    answer = _full(world, [_report_of(named, 'running', 21),
+                           _report_of(text_seq, power.RUNNING, '22'),
+                           _report_of(twice, power.RUNNING, 23),
+                           _report_of(twice, power.RUNNING, 24),
+                           _report_of(bad, 2 ** 40, 25)],   # logged, ignored
+                   carried=carried)
 
     for uuid in (named, text_seq, twice):
         assert _power(world, uuid) == (vm.ACTIVE, power.RUNNING, None, READ)
+    assert _power(world, bad) == (vm.ACTIVE, power.RUNNING, None, 10)
+    assert answer['destroy'] == []
 
 
 def test_a_new_hosts_first_heartbeat_records_it_with_its_report(world, clock):
