@@ -93,8 +93,39 @@ def wait_for(predicate, *, timeout, what, interval=0.001):
         time.sleep(interval)
 
 
+def _cpu_model():
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return 'unknown'
+
+
+def reference_ms(repeat=5):
+    """CPU milliseconds of one fixed pure-Python workload (JSON, dicts,
+    sorting: the kind of work a request does), the median of ``repeat``:
+    how fast this machine runs Python now. Figures of two runs compare
+    only as far as their references do; a virtual machine's speed moves
+    with its host's load."""
+    doc = {'uuid': '0' * 36, 'power_state': 1, 'reason': None,
+           'seq': 1795609104740305200, 'tags': list(range(20))}
+    times = []
+    for _ in range(repeat):
+        started = time.process_time()
+        for n in range(2000):
+            text = json.dumps([dict(doc, n=n)] * 4)
+            rows = json.loads(text)
+            sorted(rows, key=lambda row: (row['n'], row['seq']))
+        times.append((time.process_time() - started) * 1e3)
+    return round(median(times), 2)
+
+
 def machine():
-    """What the figures were taken on."""
+    """What the figures were taken on, and how fast it ran Python then
+    (:func:`reference_ms`)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         commit = subprocess.run(['git', 'rev-parse', 'HEAD'], cwd=root,
@@ -102,7 +133,8 @@ def machine():
                                 check=False).stdout.strip()
     except OSError:
         commit = ''
-    return {'cpus': os.cpu_count(), 'commit': commit or 'unknown',
+    return {'cpus': os.cpu_count(), 'cpu_model': _cpu_model(),
+            'reference_ms': reference_ms(), 'commit': commit or 'unknown',
             'date': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'load': loadavg()}
 
 

@@ -93,6 +93,15 @@ def test_output_prints_a_table_and_json_lines(tmp_path, capsys):
     assert json.loads(lines[0])['target'] == '≤ 20 ms'
 
 
+def test_the_header_says_what_machine_and_how_fast_it_ran(capsys):
+    core.Output().header()
+    seen = json.loads(capsys.readouterr().out)['machine']
+    assert seen['cpus'] == os.cpu_count()
+    assert seen['cpu_model'] and seen['commit']
+    # the reference workload's CPU time: a real measurement, not a constant
+    assert 0 < seen['reference_ms'] < 60000
+
+
 def test_options_after_the_scenario_reach_it(capsys):
     from bench import __main__ as cli
     assert cli.main(['--tiny', 'scheduler', '--hosts', '7']) == 0
