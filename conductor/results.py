@@ -289,7 +289,7 @@ class Results:
         # One transaction: the host's instances (a full report), any
         # reported domain not among them (elsewhere now, or hard-deleted),
         # and the unchanged ones confirmed (on PostgreSQL, the plain ones
-        # by the read itself: common.db.power.quick_confirm).
+        # by the read itself: common.db.power._quick_confirm).
         view = self.db.power_view(
             host=host if read_seq else None, uuids=reported, confirm=sort,
             read_seq=read_seq,

@@ -95,7 +95,7 @@ _CONFIRM_ONE = sa.update(I).where(
          power_reported_at=sa.bindparam('c_now'))
 
 
-def _pg_full_read(with_beat):
+def _full_read_statement(with_beat):
     """PostgreSQL: a full report's read and the confirm of its plainly
     unchanged reports in one statement (and, ``with_beat``, the heartbeat
     carrying it: :func:`hosts.beat_counts`), so one round trip instead of
@@ -140,9 +140,10 @@ def _pg_full_read(with_beat):
     return prepared.cached(('instances.pg_full_read', with_beat), build)
 
 
-def quick_confirm(reports, read_seq):
+def _quick_confirm(reports, read_seq):
     """The reports of a full read (seq ``read_seq``) that
-    :func:`_pg_full_read` may confirm in SQL: (uuids, states, reasons),
+    :func:`_full_read_statement` may confirm in SQL: (uuids, states,
+    reasons),
     those whose every field has the plain type a report has (a uuid
     string, one of the power state numbers, a reason string or None, a
     seq after the read) and whose uuid comes once. Anything else (a bad
@@ -190,18 +191,17 @@ class PowerMixin:
         the same transaction (its BEGIN and COMMIT serve both).
 
         ``reports``: a full read's (``host`` and ``read_seq``). On
-        PostgreSQL those of :func:`quick_confirm` that say what is stored
+        PostgreSQL those of :func:`_quick_confirm` that say what is stored
         are confirmed by the read itself, with the heartbeat, in one
-        statement (:func:`_pg_full_read`); elsewhere, or without
+        statement (:func:`_full_read_statement`); elsewhere, or without
         ``reports``, nothing is confirmed before ``confirm`` is called."""
         def txn(conn):
             done = frozenset()
             if (reports is not None and host and read_seq is not None
                     and confirm is not None
                     and conn.dialect.name == 'postgresql'):
-                found, done = self._pg_full_read(
-                    conn, host, beat, quick_confirm(reports, read_seq),
-                    read_seq)
+                found, done = self._pg_full_read(conn, host, beat, reports,
+                                                 read_seq)
             else:
                 if beat is not None:
                     self._agent_beat(conn, **beat)
@@ -221,9 +221,9 @@ class PowerMixin:
         return self.db.transaction(
             txn, readonly=confirm is None and beat is None)
 
-    def _pg_full_read(self, conn, host, beat, quick, read_seq):
-        """(found, confirmed uuids): :func:`_pg_full_read`, run."""
-        r_uuids, r_states, r_reasons = quick
+    def _pg_full_read(self, conn, host, beat, reports, read_seq):
+        """(found, confirmed uuids): :func:`_full_read_statement`, run."""
+        r_uuids, r_states, r_reasons = _quick_confirm(reports, read_seq)
         values = {'host': host, 'seq': int(read_seq), 'now': self.clock(),
                   'r_uuids': r_uuids, 'r_states': r_states,
                   'r_reasons': r_reasons}
@@ -231,7 +231,7 @@ class PowerMixin:
             beat = dict(beat)
             values = dict(hosts.beat_values(beat.pop('host'), values['now'],
                                             **beat), **values)
-        rows = _pg_full_read(beat is not None).run(conn, **values).rows
+        rows = _full_read_statement(beat is not None).run(conn, **values).rows
         if beat is not None:
             hosts.after_beat(conn, values,
                              hosts_beaten=rows[0]['hosts_beaten'],

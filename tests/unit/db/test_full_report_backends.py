@@ -2,7 +2,7 @@
 
 On PostgreSQL the heartbeat, the read of the host's instances and the
 confirm of the reports that say what is stored are one statement
-(common.db.power._pg_full_read); on SQLite they are the separate
+(common.db.power._full_read_statement); on SQLite they are the separate
 statements they always were. Whatever the path, the outcome must be the
 same: these tests run on both and check what an operator relies on, i.e.
 unchanged reports known as of the read, changed ones stored and reconciled,
@@ -11,27 +11,18 @@ instance's domain destroyed, a new host's first heartbeat recorded.
 """
 
 import pytest
-from oslo_config import cfg
 
-from common.conf import register_all
 from common.db import api
 from common.states import power
 from common.states import vm
 from tests.conftest import HOST
+from tests.unit.db import test_reconcile_db as reconcile_db
+from tests.unit.db.test_reconcile_db import _CAPACITY as CAPACITY
 from tests.unit.db.test_reconcile_db import World
 from tests.unit.db.test_reconcile_db import _report_of
 
-CAPACITY = {'vcpus': 8, 'memory_mb': 8192, 'disk_gb': 80}
+conf = reconcile_db.conf        # the same configuration fixture
 READ = 20           # the seq of the agent's read of every domain
-
-
-@pytest.fixture
-def conf():
-    conf = cfg.ConfigOpts()
-    register_all(conf)
-    conf([], project='tristate', default_config_files=[])
-    yield conf
-    conf.reset()
 
 
 @pytest.fixture
