@@ -6,6 +6,7 @@ average when it was taken: the machine may be shared, and a figure taken
 under load says so.
 """
 
+import argparse
 import dataclasses
 import json
 import os
@@ -67,6 +68,36 @@ def _fmt(value):
 
 def median(values):
     return statistics.median(values) if values else float('nan')
+
+
+def positive_int(text):
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            'expected a whole number of at least 1, got %r' % text)
+    return value
+
+
+def add_rounds(parser, default=3):
+    """The ``--rounds`` option of a scenario whose figures are medians over
+    repeated runs (the issue's "medians over repeated runs")."""
+    parser.add_argument('--rounds', type=positive_int, default=default,
+                        help='times the scenario runs, each on a fresh '
+                             'plane; its figures are the medians (default '
+                             '%d)' % default)
+
+
+def rounds_note(values, fmt='%.0f'):
+    """How a median over rounds came about: every round's value, in the
+    order they ran."""
+    if len(values) == 1:
+        return 'one round'
+    return 'median of %d rounds: %s' % (
+        len(values), ', '.join(fmt % value for value in values))
 
 
 def percentile(values, pct):

@@ -63,6 +63,15 @@ def _start_services(tmp):
 @contextlib.contextmanager
 def broker_and_database():
     """Yield (rabbit_url, postgresql_url of a fresh database)."""
+    with broker_and_server() as (rabbit, server):
+        with fresh_database(server) as url:
+            yield rabbit, url
+
+
+@contextlib.contextmanager
+def broker_and_server():
+    """Yield (rabbit_url, postgresql_url of the server): for a scenario
+    that makes several fresh databases (:func:`fresh_database`)."""
     rabbit = os.environ.get('TRISTATE_TEST_RABBIT_URL')
     pg = os.environ.get('TRISTATE_TEST_PG_URL')
     tmp = None
@@ -71,8 +80,7 @@ def broker_and_database():
         os.chmod(tmp, 0o755)
         rabbit, pg = _start_services(tmp)
     try:
-        with fresh_database(pg) as url:
-            yield rabbit, url
+        yield rabbit, pg
     finally:
         if tmp is not None:
             subprocess.run([SCRIPT, 'stop', tmp], check=False, timeout=120,

@@ -107,3 +107,52 @@ def test_options_after_the_scenario_reach_it(capsys):
     assert cli.main(['--tiny', 'scheduler', '--hosts', '7']) == 0
     first = capsys.readouterr().out.splitlines()[1]
     assert json.loads(first)['size'].startswith('7 hosts')
+
+
+@pytest.mark.parametrize('text', ['0', '-2', 'two', ''])
+def test_rounds_must_be_a_whole_number_of_at_least_one(text):
+    parser = argparse.ArgumentParser()
+    core.add_rounds(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(['--rounds', text])
+    assert parser.parse_args(['--rounds', '4']).rounds == 4
+
+
+def test_a_median_over_rounds_says_every_round():
+    assert core.rounds_note([150.0, 171.4, 160.2]) == (
+        'median of 3 rounds: 150, 171, 160')
+    assert core.rounds_note([150.0]) == 'one round'
+
+
+def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
+    """Each size runs once per round on a fresh plane, alternating which
+    goes first; the rates are the medians and the ratio compares them."""
+    from bench import burst
+    seconds = {8: iter([0.10, 0.08, 0.40]), 16: iter([0.20, 0.16, 0.12])}
+    order = []
+
+    class Plane:
+        def __init__(self, hosts):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def fake_burst(plane, count, clients, tag):
+        order.append(count)
+        return next(seconds[count])
+    monkeypatch.setattr(burst.plane_mod, 'Plane', Plane)
+    monkeypatch.setattr(burst, 'burst', fake_burst)
+    parser = argparse.ArgumentParser()
+    burst.add_arguments(parser)
+    small, big, ratio = burst.run(parser.parse_args(
+        ['--builds', '8', '--big', '16', '--rounds', '3']))
+    assert order == [8, 16, 16, 8, 8, 16]
+    assert small.value == pytest.approx(80.0)      # rates 80, 100, 20
+    assert big.value == pytest.approx(100.0)       # rates 80, 100, 133
+    assert small.note == 'median of 3 rounds: 80, 100, 20'
+    assert ratio.value == pytest.approx(0.8)
+    assert ratio.met is True
