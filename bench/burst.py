@@ -31,7 +31,7 @@ def add_arguments(parser):
                              'skips it)')
     parser.add_argument('--clients', type=int, default=8)
     parser.add_argument('--hosts', type=int, default=4)
-    core.add_rounds(parser)
+    core.add_rounds(parser, default=5)
 
 
 def burst(plane, count, clients, tag):

@@ -124,12 +124,33 @@ def _tls_version_problems(version, ca_file):
                'leave ssl_version unset (the system CAs check it)')
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def plain(value):
+    """``value`` as JSON can carry it: what
+    ``jsonutils.to_primitive(value)`` gives (datetimes as ISO 8601 strings,
+    tuples as lists), but dicts, lists and scalars, which are nearly all
+    that Tristate sends, are walked here without its per-node type tests
+    and partials (a build's messages are about a hundred such nodes);
+    anything else is left to ``to_primitive``."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {(key if type(key) is str else plain(key)): plain(item)
+                for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [plain(item) for item in value]
+    return jsonutils.to_primitive(value, convert_instances=False)
+
+
 class ContextSerializer(messaging.Serializer):
     """Serialises the RequestContext; entities are already plain values."""
 
     def serialize_entity(self, ctxt, entity):
         # Datetimes travel as ISO 8601 strings on every transport alike.
-        return jsonutils.to_primitive(entity, convert_instances=False)
+        return plain(entity)
 
     def deserialize_entity(self, ctxt, entity):
         return entity

@@ -20,6 +20,10 @@ class AccountingMixin:
 
     def _accounted(self, conn, after, now, *, check=False, extra=None):
         """Quota and billing follow ``after``, the instance as just written."""
+        if not quotas.counts(after, self.quota):
+            quotas.release(conn, after, now)
+            usage.track(conn, after, now)
+            return
         held = quotas.held_by(conn, after['uuid'])
         want = quotas.wanted(after, self.quota, held=held, extra=extra)
         quotas.charge(conn, after, want, settings=self.quota, now=now,

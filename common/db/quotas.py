@@ -49,6 +49,10 @@ _LIMITS = prepared.Prepared(sa.select(L.c.resource, L.c.hard_limit).where(
     L.c.project_id == bind('project')))
 _UNCHARGE = prepared.Prepared(sa.delete(C).where(
     C.c.instance_uuid == bind('uuid')))
+# The same, answering what the charge held: an instance that stops counting
+# (a hard delete) gives back what it held in two statements, not three.
+_RELEASE = prepared.Prepared(sa.delete(C).where(
+    C.c.instance_uuid == bind('uuid')).returning(*(C.c[r] for r in RESOURCES)))
 _RECHARGE = prepared.Prepared(sa.update(C).where(
     C.c.instance_uuid == bind('uuid')).values(
         {r: bind('want_' + r, C.c[r].type) for r in RESOURCES}))
@@ -118,6 +122,11 @@ def wanted(inst, settings, *, held=NOTHING, extra=None):
     if inst['vm_state'] == vm.RESIZED or inst['task_action'] == 'resize':
         want = _larger(want, held)      # both flavors until settled
     return want
+
+
+def counts(inst, settings):
+    """Whether ``inst`` (a row, after its change) holds anything at all."""
+    return _counts(inst, settings)
 
 
 def held_by(conn, instance_uuid):
@@ -191,6 +200,22 @@ def charge(conn, inst, want, *, settings, now, check, held=None):
         if move.run(conn, **binds).rowcount != 1:
             _explain(conn, project, delta, limits(conn, project, settings))
     _store_charge(conn, inst, want, held)
+
+
+def release(conn, inst, now):
+    """Give back everything ``inst`` holds (it no longer counts): delete its
+    charge and move its project's usage down by what the charge held."""
+    held = _RELEASE.one(conn, uuid=inst['uuid'])
+    if held is None or not any(held.values()):
+        return
+    binds = {'project': inst['project_id'], 'now': now}
+    binds.update(('delta_' + r, -held[r]) for r in RESOURCES)
+    move = _move(())
+    if move.run(conn, **binds).rowcount != 1:
+        # No usage row for the project: as charge() does, make it first.
+        insert_new(conn, U, project_id=inst['project_id'], updated_at=now,
+                   **NOTHING)
+        move.run(conn, **binds)
 
 
 def _store_charge(conn, inst, want, held):

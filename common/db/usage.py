@@ -30,6 +30,10 @@ _OPEN = prepared.Prepared(sa.select(UI).where(
     UI.c.instance_uuid == bind('uuid'), UI.c.ended_at.is_(None)))
 _CLOSE = prepared.Prepared(sa.update(UI).where(UI.c.id == bind('id')).values(
     ended_at=bind('now', UI.c.ended_at.type)))
+# Close whatever is open: for a change to a vm_state that is not billed.
+_CLOSE_OPEN = prepared.Prepared(sa.update(UI).where(
+    UI.c.instance_uuid == bind('uuid'), UI.c.ended_at.is_(None)).values(
+        ended_at=bind('now', UI.c.ended_at.type)))
 _START = prepared.Prepared(sa.insert(UI).values(
     {c: bind(c, UI.c[c].type) for c in ('instance_uuid', 'project_id',
                                          'started_at') + _FLAVOR}))
@@ -41,13 +45,16 @@ def _open_interval(conn, instance_uuid):
 
 def track(conn, after, now):
     """Open or close ``after``'s interval for its new vm_state and flavor."""
-    current = _open_interval(conn, after['uuid'])
     billable = after['vm_state'] in BILLABLE
-    if current is not None and (not billable or any(
-            current[k] != after[k] for k in _FLAVOR)):
+    if not billable:
+        # One statement: nothing to open, and no need to read what it closes.
+        _CLOSE_OPEN.run(conn, uuid=after['uuid'], now=now)
+        return
+    current = _open_interval(conn, after['uuid'])
+    if current is not None and any(current[k] != after[k] for k in _FLAVOR):
         _CLOSE.run(conn, id=current['id'], now=now)
         current = None
-    if billable and current is None:
+    if current is None:
         _START.run(conn, instance_uuid=after['uuid'],
                    project_id=after['project_id'], started_at=now,
                    **{k: after[k] for k in _FLAVOR})
