@@ -18,17 +18,22 @@ class AccountingMixin:
 
     # --- in the transactions of state changes --------------------------------
 
-    def _accounted(self, conn, after, now, *, check=False, extra=None):
-        """Quota and billing follow ``after``, the instance as just written."""
+    def _accounted(self, conn, after, now, *, check=False, extra=None,
+                   new=False):
+        """Quota and billing follow ``after``, the instance as just written.
+        ``new``: inserted in this very transaction, so it holds no charge
+        and has no usage interval yet (nothing to read)."""
         if not quotas.counts(after, self.quota):
-            quotas.release(conn, after, now)
+            if not new:
+                quotas.release(conn, after, now)
+        else:
+            held = dict(quotas.NOTHING) if new else quotas.held_by(
+                conn, after['uuid'])
+            want = quotas.wanted(after, self.quota, held=held, extra=extra)
+            quotas.charge(conn, after, want, settings=self.quota, now=now,
+                          check=check, held=held)
+        if not new or after['vm_state'] in usage.BILLABLE:
             usage.track(conn, after, now)
-            return
-        held = quotas.held_by(conn, after['uuid'])
-        want = quotas.wanted(after, self.quota, held=held, extra=extra)
-        quotas.charge(conn, after, want, settings=self.quota, now=now,
-                      check=check, held=held)
-        usage.track(conn, after, now)
 
     # --- quota sets -------------------------------------------------------------
 

@@ -315,7 +315,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
 
         def txn(conn):
             insert.run(conn, **record)
-            self._accounted(conn, record, now, check=True)
+            self._accounted(conn, record, now, check=True, new=True)
             self._log_start(conn, ctx, record['uuid'], task_id, 'build',
                             vm.INITIALIZED, now)
             return dict(record)
