@@ -57,6 +57,24 @@ def normalize_power_state(value):
     _bad_power_state(value)
 
 
+# A power report's seq is stored in a BIGINT (instances.power_seq).
+SEQ_LIMIT = 2 ** 63
+
+
+def normalize_power_seq(value):
+    """Return a power report's seq as stored: what ``int()`` makes of
+    ``value``, which must be from 0 up to 2**63 - 1 (a BIGINT). Anything
+    else raises ``ValueError`` naming what is accepted."""
+    try:
+        seq = int(value)
+    except (TypeError, ValueError, OverflowError):
+        seq = None
+    if isinstance(value, bool) or seq is None or not 0 <= seq < SEQ_LIMIT:
+        raise ValueError('power report seq %r: expected a whole number from '
+                         '0 to 2**63 - 1' % (value,))
+    return seq
+
+
 def _bad_power_state(value):
     from common import exception
     accepted = sorted(_POWER_BY_NAME) + ['BLOCKED', 'SHUTOFF', 'FAILED']

@@ -71,6 +71,7 @@ def _plainly_same(host, report, row):
     state = report.get('power_state')
     seq = report.get('seq')
     return (row is not None and type(state) is int and type(seq) is int
+            and seq < states.SEQ_LIMIT
             and state == row['power_state'] and state in states.POWER_STATES
             and report.get('reason') == row['power_reason']
             and row['host'] == host and seq > row['power_seq'])
@@ -100,7 +101,7 @@ def carried_power(power):
         raise exception.Invalid(reason='power reports %r in a heartbeat: %s'
                                 % (reports, expected))
     if (isinstance(full, bool) or not isinstance(full, int) or full <= 0
-            or full >= 2 ** 63):
+            or full >= states.SEQ_LIMIT):
         raise exception.Invalid(reason='power full %r in a heartbeat: %s'
                                 % (full, expected))
     return reports, full
@@ -270,6 +271,12 @@ class Results:
         ``beat``: a heartbeat carrying the report, stored in the same first
         transaction (:meth:`common.db.api.StateDB.power_view`)."""
         read_seq = full if full and not isinstance(full, bool) else None
+        if read_seq is not None and (not isinstance(read_seq, int)
+                                     or not 0 < read_seq < states.SEQ_LIMIT):
+            raise exception.Invalid(
+                reason='power report full %r: expected the seq of the read '
+                       'of every domain, a whole number from 1 to 2**63 - 1, '
+                       'or false' % (full,))
         reported = {r.get('uuid') for r in reports}
         batch = _Batch()
 
@@ -292,7 +299,7 @@ class Results:
         # by the read itself: common.db.power._quick_confirm).
         view = self.db.power_view(
             host=host if read_seq else None, uuids=reported, confirm=sort,
-            read_seq=read_seq,
+            read_seq=read_seq, reporter=host,
             beat=None if beat is None else dict(beat, host=host),
             reports=reports)
         if read_seq:
@@ -376,7 +383,7 @@ class Results:
         reason = report.get('reason')
         if row is None or row['host'] != host:
             return None
-        if int(report['seq']) <= row['power_seq']:
+        if states.normalize_power_seq(report['seq']) <= row['power_seq']:
             return None
         if (power_state, reason) == (row['power_state'], row['power_reason']):
             return _SAME

@@ -647,7 +647,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         Accepted only for an instance placed on ``host``. Returns the stored
         instance, or None when the report was ignored.
         """
-        power = {'power_state': state, 'reason': reason, 'seq': int(seq)}
+        power = {'power_state': state, 'reason': reason,
+                 'seq': states.normalize_power_seq(seq)}
         if reason is not None and reason not in states.POWER_REASONS:
             raise exception.InvalidState(field='power reason', value=reason,
                                          expected=', '.join(states.POWER_REASONS))

@@ -29,6 +29,7 @@ from common.db import models
 from common.db import prepared
 from common.db.prepared import bind
 from common.states import POWER_STATES
+from common.states import SEQ_LIMIT
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, as in api.py)
@@ -143,19 +144,18 @@ def _full_read_statement(with_beat):
 def _quick_confirm(reports, read_seq):
     """The reports of a full read (seq ``read_seq``) that
     :func:`_full_read_statement` may confirm in SQL: (uuids, states,
-    reasons),
-    those whose every field has the plain type a report has (a uuid
-    string, one of the power state numbers, a reason string or None, a
-    seq after the read) and whose uuid comes once. Anything else (a bad
-    report, which the comparison logs and ignores, among them) is left to
-    the caller's comparison, as on every other backend."""
+    reasons) of those whose every field has the plain type a report has (a
+    uuid string, one of the power state numbers, a reason string or None, a
+    seq after the read and below 2**63) and whose uuid comes once. Anything
+    else (a bad report, which the comparison logs and ignores, among them)
+    is left to the caller's comparison, as on every other backend."""
     picked, twice = {}, set()
     for report in reports:
         uuid, state = report.get('uuid'), report.get('power_state')
         seq, reason = report.get('seq'), report.get('reason')
         if not (type(uuid) is str and type(state) is int
                 and state in POWER_STATES
-                and type(seq) is int and seq > read_seq
+                and type(seq) is int and read_seq < seq < SEQ_LIMIT
                 and (reason is None or type(reason) is str)):
             continue
         if uuid in picked:
@@ -175,7 +175,7 @@ class PowerMixin:
     """Needs ``self.db`` and ``self.clock``."""
 
     def power_view(self, *, host=None, uuids=(), confirm=None,
-                   read_seq=None, beat=None, reports=None):
+                   read_seq=None, beat=None, reports=None, reporter=None):
         """{uuid: {POWER_KEYS...}} of the instances placed on ``host`` (not
         hard-deleted) and of those of ``uuids`` not among them (wherever
         they are, hard-deleted too).
@@ -189,6 +189,10 @@ class PowerMixin:
         ``beat``: the keyword arguments of :meth:`agent_heartbeat`, for a
         report carried by a heartbeat: the heartbeat is stored first, in
         the same transaction (its BEGIN and COMMIT serve both).
+
+        ``reporter``: the host whose agent sent the reports, when it is not
+        ``host`` (reports of events read only the instances they name): the
+        confirm moves only instances placed on it.
 
         ``reports``: a full read's (``host`` and ``read_seq``). On
         PostgreSQL those of :func:`_quick_confirm` that say what is stored
@@ -211,7 +215,8 @@ class PowerMixin:
             for size, slots in _chunks(rest):
                 found.update(_keyed(_by_uuid(size).run(conn, **slots).rows))
             if confirm is not None:
-                self._confirm(conn, host, confirm(found, done), read_seq)
+                self._confirm(conn, reporter or host, confirm(found, done),
+                              read_seq)
             return found
         if beat is None and not host and not any(
                 u is not None for u in uuids):

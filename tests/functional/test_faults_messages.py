@@ -177,3 +177,70 @@ def test_stale_and_repeated_power_reports_decide_nothing(plane, ctx,
     assert faults(plane, inst['host']).read()['domains'][inst['uuid']][
         'power_state'] == power.SHUTDOWN
     _clean(plane)
+
+
+@pytest.mark.parametrize('seq', [2 ** 63, 2 ** 64 + 5, -1, 'many', None])
+@pytest.mark.parametrize('changed', [False, True])
+def test_a_power_report_seq_beyond_the_column_is_ignored(make_plane, ctx,
+                                                         seq, changed):
+    """power_seq is a BIGINT: a report numbered beyond it (or not a
+    number) is logged and ignored like any bad report, whether it says
+    what is stored or something new; the good report beside it in the
+    same message is stored, and nothing fails."""
+    plane = make_plane(hosts=1)
+    agent_bus = conductor_rpcapi.ConductorAPI(plane.bus, plane.conf,
+                                              timeout=5)
+    inst = active(plane, ctx)
+    other = active(plane, ctx)
+    before = _state(plane, inst['uuid'])
+    bad = dict(_power(plane, inst['uuid'], seq))
+    if changed:
+        bad.update(power_state=power.SHUTDOWN, reason=states.REASON_GUEST)
+    stored = plane.statedb.get_instance(other['uuid'])
+    good = _power(plane, other['uuid'], stored['power_seq'] + 1)
+    answer = agent_bus.power_report(ctx.elevated(), host=inst['host'],
+                                    reports=[bad, good])
+    assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
+    assert _state(plane, inst['uuid']) == before
+    assert plane.statedb.get_instance(other['uuid'])['power_seq'] == (
+        stored['power_seq'] + 1)
+    _clean(plane)
+
+
+@pytest.mark.parametrize('full', [2 ** 63, -4, '12'])
+def test_a_full_power_report_numbered_beyond_the_column_is_refused(
+        plane, ctx, agent_bus, full):
+    inst = active(plane, ctx)
+    before = _state(plane, inst['uuid'])
+    with pytest.raises(exception.Invalid) as err:
+        agent_bus.power_report(ctx.elevated(), host=inst['host'],
+                               reports=[], full=full)
+    assert 'power report full %r' % (full,) in err.value.message
+    assert 'a whole number from 1 to 2**63 - 1' in err.value.message
+    assert _state(plane, inst['uuid']) == before
+    _clean(plane)
+
+
+def test_an_unchanged_event_report_keeps_a_late_older_one_out(make_plane,
+                                                              ctx):
+    """An event's report that says what is stored still moves power_seq to
+    its own seq: a report numbered before it, arriving after it, then
+    changes nothing (the contract: a late report never undoes a newer
+    one). Until this was fixed, only the reports of full reads moved it."""
+    plane = make_plane(hosts=1)
+    agent_bus = conductor_rpcapi.ConductorAPI(plane.bus, plane.conf,
+                                              timeout=5)
+    inst = active(plane, ctx)
+    seq = plane.statedb.get_instance(inst['uuid'])['power_seq']
+    newer = _power(plane, inst['uuid'], seq + 2)        # still running
+    agent_bus.power_report(ctx.elevated(), host=inst['host'], reports=[newer])
+    assert plane.statedb.get_instance(inst['uuid'])['power_seq'] == seq + 2
+    before = _state(plane, inst['uuid'])
+
+    late = dict(newer, seq=seq + 1, power_state=power.SHUTDOWN,
+                reason=states.REASON_GUEST)
+    agent_bus.power_report(ctx.elevated(), host=inst['host'], reports=[late])
+    assert _state(plane, inst['uuid']) == before
+    assert before[0]['vm_state'] == vm.ACTIVE
+    assert before[0]['power_state'] == power.RUNNING
+    _clean(plane)

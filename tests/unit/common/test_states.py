@@ -57,3 +57,16 @@ def test_no_transitional_names_are_vm_states():
                  'resize_verify', 'building', 'deleted'):
         assert name not in states.VM_STATES
     assert len(set(states.VM_STATES)) == len(states.VM_STATES) == 11
+
+
+@pytest.mark.parametrize('value, seq', [
+    (0, 0), (17, 17), ('17', 17), (2 ** 63 - 1, 2 ** 63 - 1)])
+def test_a_power_seq_is_a_whole_number_that_fits_a_bigint(value, seq):
+    assert states.normalize_power_seq(value) == seq
+
+
+@pytest.mark.parametrize('value', [2 ** 63, -1, 'many', None, True, [3]])
+def test_a_power_seq_beyond_a_bigint_or_not_a_number_is_refused(value):
+    with pytest.raises(ValueError) as err:
+        states.normalize_power_seq(value)
+    assert 'expected a whole number from 0 to 2**63 - 1' in str(err.value)
