@@ -7,7 +7,9 @@ statements they always were. Whatever the path, the outcome must be the
 same: these tests run on both and check what an operator relies on, i.e.
 unchanged reports known as of the read, changed ones stored and reconciled,
 a newer stored report kept, a missing domain stored as gone, a deleted
-instance's domain destroyed, a new host's first heartbeat recorded.
+instance's domain destroyed, a new host's first heartbeat recorded; and, for
+reports of events, an unchanged one known as of its own seq, and a report
+numbered beyond power_seq's BIGINT ignored while the rest is stored.
 """
 
 import pytest
@@ -192,3 +194,42 @@ def test_a_known_hosts_heartbeat_with_its_report_keeps_its_usage(world,
     assert host['free_memory_mb'] == CAPACITY['memory_mb'] - 1024
     assert [s['last_seen'] for s in world.db.list_services()
             if s['host'] == HOST] == [now]
+
+
+def test_an_unchanged_event_report_is_known_as_of_its_own_seq(world, clock):
+    """Reports of events (no full read): one that says what is stored
+    moves power_seq to its seq, so a late, older one changes nothing."""
+    running = world.idle(vm.ACTIVE)
+    world.report(running, power.RUNNING, seq=10)
+    now = clock.advance(5)
+
+    world.results.power_report(world.ctx, host=HOST, reports=[
+        _report_of(running, power.RUNNING, 12)])
+    assert _power(world, running) == (vm.ACTIVE, power.RUNNING, None, 12)
+    assert world.db.get_instance(running)['power_reported_at'] == now
+
+    answer = world.results.power_report(world.ctx, host=HOST, reports=[
+        _report_of(running, power.SHUTDOWN, 11, 'guest')])
+    assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
+    assert _power(world, running) == (vm.ACTIVE, power.RUNNING, None, 12)
+    assert world.flows.sent == []
+
+
+@pytest.mark.parametrize('seq', [2 ** 63, 2 ** 70, -3])
+@CARRIED
+def test_a_report_numbered_beyond_bigint_is_ignored_and_the_rest_stored(
+        world, carried, seq):
+    running = world.idle(vm.ACTIVE)
+    other = world.idle(vm.ACTIVE)
+    world.report(running, power.RUNNING, seq=10)
+    world.report(other, power.RUNNING, seq=11)
+
+    answer = _full(world, [_report_of(running, power.SHUTDOWN, seq, 'guest'),
+                           _report_of(other, power.RUNNING, 21)],
+                   carried=carried)
+
+    assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
+    assert _power(world, running)[:3] == (vm.ACTIVE, power.RUNNING, None)
+    assert _power(world, other) == (vm.ACTIVE, power.RUNNING, None, READ)
+    if carried:
+        assert world.db.get_host(HOST)['last_heartbeat'] is not None
