@@ -14,16 +14,11 @@ import requests
 from common.db import api as db_api
 from common.db import engine
 from common.db import migration
+from tests import support
 from tests.conftest import FakeClock
 from tests.conftest import Instances
 
 TIMEOUT = 60.0
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -46,7 +41,7 @@ def notify(tmp_path):
 def test_the_daemon_notifies_systemd_and_deletes_without_a_conductor(
         tmp_path, statedb, notify, ctx):
     uuid = Instances(statedb, ctx).active()
-    port = _free_port()
+    port = support.free_port()
     conf = tmp_path / 'api.conf'
     conf.write_text(
         '[DEFAULT]\ntransport_url = inproc://\nstate_dir = %s\n'

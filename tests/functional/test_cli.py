@@ -7,23 +7,17 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 
 import pytest
 import requests
 
+from tests import support
 from tests.functional.conftest import wait_for
 
 STARTUP_TIMEOUT = 60.0
 COMMAND_TIMEOUT = 60.0
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 def _command(script, module):
@@ -40,7 +34,7 @@ class AllInOne:
 
     def __init__(self, state_dir):
         self.state_dir = state_dir
-        self.port = _free_port()
+        self.port = support.free_port()
         self.endpoint = 'http://127.0.0.1:%d' % self.port
         self.log_path = state_dir / 'tristate-all.log'
         (state_dir / 'empty.conf').write_text('')
@@ -211,6 +205,6 @@ def test_errors_print_the_api_reason(tristate):
     assert other.returncode == 1
     assert 'HTTP 403' in other.stderr
     nowhere = tristate.run('--os-endpoint', 'http://127.0.0.1:%d'
-                           % _free_port(), 'server', 'list', ok=False)
+                           % support.free_port(), 'server', 'list', ok=False)
     assert nowhere.returncode == 1
     assert 'Cannot reach the Tristate API' in nowhere.stderr

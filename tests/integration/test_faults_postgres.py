@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import shlex
-import socket
 import subprocess
 import threading
 import time
@@ -40,6 +39,7 @@ import pytest
 
 from common import states
 from common.states import vm
+from tests import support
 
 from .conftest import HOSTS
 from .conftest import size
@@ -111,12 +111,6 @@ def pg_server(pg_admin):
     yield server
     if server.down:
         server.start()      # whatever happened: later tests need it
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 class Answer:
@@ -286,7 +280,7 @@ def test_postgresql_stopped_under_load(make_plane, pg_server):
     plane = make_plane(postgresql=True, fake_driver={
         'vcpus': 256, 'memory_mb': 1024 * 1024, 'latency': {
             'spawn': 1, 'power_off': 0.5, 'power_on': 0.5, 'reboot': 0.5}})
-    client = Client(plane.start_api(_free_port(),
+    client = Client(plane.start_api(support.free_port(),
                                     rpc_timeout=API_RPC_TIMEOUT))
     made = [client.create('pre-%d' % n) for n in range(PRE_BUILT)]
     assert [a.status for a in made] == [202] * PRE_BUILT, made

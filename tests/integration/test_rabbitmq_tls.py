@@ -13,7 +13,6 @@ says so in its log instead of connecting.
 
 import os
 import ssl
-import subprocess
 import urllib.parse
 
 import amqp
@@ -23,6 +22,7 @@ from common.db import engine
 from common.db import migration
 from common.states import power
 from common.states import vm
+from tests import support
 
 from .conftest import HOSTS
 from .conftest import Plane
@@ -149,11 +149,8 @@ def test_build_over_tls_with_a_user_per_service(make_plane, tls):
 
 
 def _other_ca(tmp_path):
-    cert, key = tmp_path / 'other-ca.pem', tmp_path / 'other-ca.key'
-    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
-                    'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-                    '-subj', '/CN=not-the-broker-ca', '-keyout', str(key),
-                    '-out', str(cert)], check=True, capture_output=True)
+    cert, _key = support.self_signed(tmp_path, name='not-the-broker-ca',
+                                     cert='other-ca.pem', key='other-ca.key')
     return cert
 
 

@@ -1,14 +1,13 @@
 """A daemon refuses to start on a configuration it cannot use, and says
 which option of which file is wrong and what was expected."""
 
-import subprocess
-
 import pytest
 from oslo_config import cfg
 
 from common import conf as tconf
 from common import rpc
 from common import service
+from tests import support
 
 
 def _prepare(tmp_path, text):
@@ -63,12 +62,7 @@ def test_a_good_configuration_has_no_problem(tmp_path):
 def _pem_pair(tmp_path):
     """A self-signed certificate and its key (openssl, as the test broker's
     throwaway CA is made)."""
-    cert, key = tmp_path / 'cert.pem', tmp_path / 'key.pem'
-    subprocess.run(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt',
-                    'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-                    '-subj', '/CN=test', '-keyout', str(key), '-out',
-                    str(cert)], check=True, capture_output=True)
-    return cert, key
+    return support.self_signed(tmp_path)
 
 
 @pytest.mark.parametrize('text, expected', [
