@@ -18,13 +18,18 @@ from common.db import api
 from common.states import power
 from common.states import vm
 from tests.conftest import HOST
-from tests.unit.db import test_reconcile_db as reconcile_db
-from tests.unit.db.test_reconcile_db import _CAPACITY as CAPACITY
-from tests.unit.db.test_reconcile_db import World
-from tests.unit.db.test_reconcile_db import _report_of
-
-conf = reconcile_db.conf        # the same configuration fixture
+from tests.unit.db import world as world_mod
+from tests.unit.db.world import CAPACITY
+from tests.unit.db.world import World
+from tests.unit.db.world import report_of
 READ = 20           # the seq of the agent's read of every domain
+
+
+@pytest.fixture
+def conf():
+    conf = world_mod.make_conf()
+    yield conf
+    conf.reset()
 
 
 @pytest.fixture
@@ -65,9 +70,9 @@ def test_reports_that_say_what_is_stored_are_known_as_of_the_read(
     world.report(paused, power.PAUSED, 'unknown', seq=12)
     now = clock.advance(5)
 
-    answer = _full(world, [_report_of(running, power.RUNNING, 21),
-                           _report_of(stopped, power.SHUTDOWN, 22, 'host'),
-                           _report_of(paused, power.PAUSED, 23, 'unknown')],
+    answer = _full(world, [report_of(running, power.RUNNING, 21),
+                           report_of(stopped, power.SHUTDOWN, 22, 'host'),
+                           report_of(paused, power.PAUSED, 23, 'unknown')],
                    carried=carried)
 
     assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
@@ -88,9 +93,9 @@ def test_a_changed_report_is_stored_and_reconciled_beside_unchanged_ones(
     for uuid in (same, shut, paused):
         world.report(uuid, power.RUNNING, seq=10)
 
-    _full(world, [_report_of(same, power.RUNNING, 21),
-                  _report_of(shut, power.SHUTDOWN, 22, 'guest'),
-                  _report_of(paused, power.PAUSED, 23)],
+    _full(world, [report_of(same, power.RUNNING, 21),
+                  report_of(shut, power.SHUTDOWN, 22, 'guest'),
+                  report_of(paused, power.PAUSED, 23)],
           carried=carried)
 
     assert _power(world, same) == (vm.ACTIVE, power.RUNNING, None, READ)
@@ -103,7 +108,7 @@ def test_a_newer_stored_report_is_kept(world, carried):
     uuid = world.idle(vm.ACTIVE)
     world.report(uuid, power.RUNNING, seq=30)       # newer than the read
 
-    _full(world, [_report_of(uuid, power.RUNNING, 21)], carried=carried)
+    _full(world, [report_of(uuid, power.RUNNING, 21)], carried=carried)
 
     assert _power(world, uuid) == (vm.ACTIVE, power.RUNNING, None, 30)
 
@@ -115,7 +120,7 @@ def test_a_domain_the_read_did_not_find_is_gone(world, carried):
     for uuid in (listed, missing):
         world.report(uuid, power.RUNNING, seq=10)
 
-    _full(world, [_report_of(listed, power.RUNNING, 21)], carried=carried)
+    _full(world, [report_of(listed, power.RUNNING, 21)], carried=carried)
 
     assert _power(world, listed)[1:] == (power.RUNNING, None, READ)
     inst = world.db.get_instance(missing)
@@ -129,8 +134,8 @@ def test_a_deleted_instances_domain_is_destroyed_not_confirmed(world,
     kept = world.idle(vm.ACTIVE)
     world.report(kept, power.RUNNING, seq=10)
 
-    answer = _full(world, [_report_of(deleted, power.RUNNING, 21),
-                           _report_of(kept, power.RUNNING, 22)],
+    answer = _full(world, [report_of(deleted, power.RUNNING, 21),
+                           report_of(kept, power.RUNNING, 22)],
                    carried=carried)
 
     assert answer['destroy'] == [deleted]
@@ -148,11 +153,11 @@ def test_reports_of_any_spelling_are_compared_alike(world, carried):
     for uuid in (named, text_seq, twice, bad):
         world.report(uuid, power.RUNNING, seq=10)
 
-    answer = _full(world, [_report_of(named, 'running', 21),
-                           _report_of(text_seq, power.RUNNING, '22'),
-                           _report_of(twice, power.RUNNING, 23),
-                           _report_of(twice, power.RUNNING, 24),
-                           _report_of(bad, 2 ** 40, 25)],   # logged, ignored
+    answer = _full(world, [report_of(named, 'running', 21),
+                           report_of(text_seq, power.RUNNING, '22'),
+                           report_of(twice, power.RUNNING, 23),
+                           report_of(twice, power.RUNNING, 24),
+                           report_of(bad, 2 ** 40, 25)],   # logged, ignored
                    carried=carried)
 
     for uuid in (named, text_seq, twice):
@@ -165,7 +170,7 @@ def test_a_new_hosts_first_heartbeat_records_it_with_its_report(world, clock):
     now = clock.advance(1)
     stray = api.new_uuid()          # a domain no instance owns
 
-    answer = _full(world, [_report_of(stray, power.RUNNING, 21)],
+    answer = _full(world, [report_of(stray, power.RUNNING, 21)],
                    carried=True, host='newhost')
 
     assert answer['orphans']['uuids'] == [stray]
@@ -204,12 +209,12 @@ def test_an_unchanged_event_report_is_known_as_of_its_own_seq(world, clock):
     now = clock.advance(5)
 
     world.results.power_report(world.ctx, host=HOST, reports=[
-        _report_of(running, power.RUNNING, 12)])
+        report_of(running, power.RUNNING, 12)])
     assert _power(world, running) == (vm.ACTIVE, power.RUNNING, None, 12)
     assert world.db.get_instance(running)['power_reported_at'] == now
 
     answer = world.results.power_report(world.ctx, host=HOST, reports=[
-        _report_of(running, power.SHUTDOWN, 11, 'guest')])
+        report_of(running, power.SHUTDOWN, 11, 'guest')])
     assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
     assert _power(world, running) == (vm.ACTIVE, power.RUNNING, None, 12)
     assert world.flows.sent == []
@@ -224,8 +229,8 @@ def test_a_report_numbered_beyond_bigint_is_ignored_and_the_rest_stored(
     world.report(running, power.RUNNING, seq=10)
     world.report(other, power.RUNNING, seq=11)
 
-    answer = _full(world, [_report_of(running, power.SHUTDOWN, seq, 'guest'),
-                           _report_of(other, power.RUNNING, 21)],
+    answer = _full(world, [report_of(running, power.SHUTDOWN, seq, 'guest'),
+                           report_of(other, power.RUNNING, 21)],
                    carried=carried)
 
     assert answer['destroy'] == [] and answer['orphans']['uuids'] == []

@@ -14,30 +14,25 @@ import datetime
 import shutil
 
 import pytest
-import sqlalchemy as sa
-from oslo_config import cfg
 
-from common import actions
 from common import context
 from common import exception
 from common import reconcile as rtable
 from common import states
-from common.conf import register_all
 from common.db import api
 from common.db import engine
 from common.db import migration
-from common.db import models
 from common.states import power
 from common.states import task
 from common.states import vm
-from conductor import gateway as gw
 from conductor import reconcile
-from conductor import results as results_mod
 from tests.conftest import HOST
-from tests.conftest import Instances
+from tests.unit.db import world as world_mod
+from tests.unit.db.world import CAPACITY
+from tests.unit.db.world import WINDOW
+from tests.unit.db.world import World
+from tests.unit.db.world import report_of
 
-I = models.Instance.__table__       # noqa: E741 (as in common/db/api.py)
-WINDOW = 600
 WINDOW_DELTA = datetime.timedelta(seconds=WINDOW)
 
 # What a decision turns into, per policy: (concrete decision, policy).
@@ -73,100 +68,9 @@ def statedb(migrated, tmp_path, clock):
 
 @pytest.fixture
 def conf():
-    conf = cfg.ConfigOpts()
-    register_all(conf)
-    conf([], project='tristate', default_config_files=[])
-    conf.set_override('crash_restart_window', WINDOW, group='reconcile')
+    conf = world_mod.make_conf()
     yield conf
     conf.reset()
-
-
-class Notifier:
-    def __init__(self):
-        self.sent = []
-
-    def _record(self, ctx, event_type, payload_type, payload):
-        self.sent.append((event_type, payload))
-
-    info = error = _record
-
-    def events(self):
-        return [event for event, _payload in self.sent]
-
-
-class Flows:
-    """Records what reconcile would send to the agent."""
-
-    def __init__(self):
-        self.sent = []
-
-    def send(self, task_ctx, host, inst, action, params):
-        self.sent.append((task_ctx, host, inst, action, params))
-
-
-class World:
-    """The gateway, the reconciler and instances, over one database."""
-
-    def __init__(self, statedb, conf, ctx, clock):
-        self.db = statedb
-        self.clock = clock
-        self.ctx = ctx
-        self.notifier = Notifier()
-        self.gateway = gw.TaskGateway(statedb, self.notifier)
-        self.flows = Flows()
-        self.reconciler = reconcile.Reconciler(
-            gateway=self.gateway, flows=self.flows, conf=conf)
-        self.results = results_mod.Results(
-            gateway=self.gateway, conf=conf, reconciler=self.reconciler)
-        self.instances = Instances(statedb, ctx)
-        self._seq = 0
-
-    def idle(self, vm_state, **policies):
-        """An idle instance in ``vm_state`` placed on HOST."""
-        uuid = self.instances.in_state(vm_state)
-        if self.db.get_instance(uuid)['host'] is None:
-            # ERROR, PENDING and INITIALIZED made without a host: place it,
-            # as a build that got as far as allocating would have.
-            self.set_columns(uuid, host=HOST)
-        if policies:
-            self.db.set_policies(uuid, **policies)
-        return uuid
-
-    def busy(self, vm_state, **policies):
-        """An instance in ``vm_state`` with a task running; its task_id."""
-        uuid = self.idle(vm_state, **policies)
-        startable = sorted(
-            a for a in actions.TABLE.actions
-            if actions.TABLE.action(a).kind == actions.KIND_TASK
-            and vm_state in actions.TABLE.allowed_from(a))
-        if startable:
-            task_id = self.db.claim_task(self.ctx, uuid,
-                                         startable[0])['task_id']
-        else:
-            # No task can start from ERROR or HARD_DELETED; the guard is
-            # the same whatever put the task there.
-            task_id = api.new_uuid()
-            self.set_columns(uuid, task_id=task_id,
-                             task_state=task.DESTROYING, task_action='delete')
-        return uuid, task_id
-
-    def set_columns(self, uuid, **values):
-        self.db.db.transaction(lambda conn: conn.execute(
-            sa.update(I).where(I.c.uuid == uuid).values(**values)))
-
-    def report(self, uuid, power_state, reason=None, *, seq=None):
-        """Store a report from HOST, as results.power_report does."""
-        self._seq = seq if seq is not None else self._seq + 1
-        return self.db.store_power_report(uuid, host=HOST, state=power_state,
-                                          reason=reason, seq=self._seq)
-
-    def report_seq(self):
-        """A sequence newer than every report so far (for a task's end)."""
-        self._seq += 1
-        return self._seq
-
-    def snapshot(self, uuid):
-        return self.db.get_instance(uuid), self.db.list_actions(uuid)
 
 
 @pytest.fixture
@@ -648,11 +552,6 @@ def test_a_users_failed_task_is_decided_at_once(world, ctx):
     assert world.db.get_instance(uuid)['vm_state'] == vm.STOPPED
 
 
-def _report_of(uuid, power_state, seq, reason=None):
-    return {'uuid': uuid, 'power_state': power_state, 'reason': reason,
-            'seq': seq}
-
-
 def test_power_report_answers_destroy_and_orphans(world, conf):
     conf.set_override('orphan_action', 'destroy', group='reconcile')
     conf.set_override('orphan_grace', 7, group='reconcile')
@@ -663,12 +562,12 @@ def test_power_report_answers_destroy_and_orphans(world, conf):
     orphan, gone = api.new_uuid(), api.new_uuid()
 
     answer = world.results.power_report(world.ctx, host=HOST, reports=[
-        _report_of(deleted, power.RUNNING, 1),
-        _report_of(active, power.SHUTDOWN, 1, 'guest'),
-        _report_of(elsewhere, power.RUNNING, 1),
-        _report_of(orphan, power.RUNNING, 1),
-        _report_of(gone, power.NOSTATE, 1),
-        _report_of(active, power.RUNNING, 2, 'no-such-reason'),   # ignored
+        report_of(deleted, power.RUNNING, 1),
+        report_of(active, power.SHUTDOWN, 1, 'guest'),
+        report_of(elsewhere, power.RUNNING, 1),
+        report_of(orphan, power.RUNNING, 1),
+        report_of(gone, power.NOSTATE, 1),
+        report_of(active, power.RUNNING, 2, 'no-such-reason'),   # ignored
     ])
 
     assert answer == {'destroy': [deleted],
@@ -684,10 +583,10 @@ def test_a_deleted_domain_is_destroyed_again_at_every_report(world):
     uuid = world.idle(vm.HARD_DELETED)
     for seq in (1, 2, 3):
         answer = world.results.power_report(world.ctx, host=HOST, reports=[
-            _report_of(uuid, power.SHUTDOWN, seq)])
+            report_of(uuid, power.SHUTDOWN, seq)])
         assert answer['destroy'] == [uuid]
     answer = world.results.power_report(world.ctx, host=HOST, reports=[
-        _report_of(uuid, power.NOSTATE, 4)])
+        report_of(uuid, power.NOSTATE, 4)])
     assert answer['destroy'] == []
     assert world.db.get_instance(uuid)['vm_state'] == vm.HARD_DELETED
 
@@ -705,7 +604,7 @@ def test_a_full_report_without_an_instance_means_its_domain_is_gone(world):
     world.set_columns(elsewhere, host='node2')   # migrated away
 
     world.results.power_report(world.ctx, host=HOST, full=20, reports=[
-        _report_of(listed, power.RUNNING, 21)])
+        report_of(listed, power.RUNNING, 21)])
 
     def state(uuid):
         inst = world.db.get_instance(uuid)
@@ -729,14 +628,14 @@ def test_an_unchanged_report_is_not_undone_by_an_older_one(world):
     world.report(uuid, power.RUNNING, seq=10)
     before = world.db.get_instance(uuid)
     answer = world.results.power_report(world.ctx, host=HOST, full=20, reports=[
-        _report_of(uuid, power.RUNNING, 21)])
+        report_of(uuid, power.RUNNING, 21)])
     assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
     confirmed = world.db.get_instance(uuid)
     assert confirmed['power_seq'] == 20
     assert confirmed['power_reported_at'] >= before['power_reported_at']
 
     world.results.power_report(world.ctx, host=HOST, reports=[
-        _report_of(uuid, power.SHUTDOWN, 15, states.REASON_GUEST)])
+        report_of(uuid, power.SHUTDOWN, 15, states.REASON_GUEST)])
     after = world.db.get_instance(uuid)
     assert (after['vm_state'], after['power_state'], after['power_seq']) == (
         vm.ACTIVE, power.RUNNING, 20)
@@ -750,10 +649,10 @@ def test_a_report_is_compared_alike_however_it_is_spelled(world):
     for uuid in (plain, named, text_seq, bad):
         world.report(uuid, power.RUNNING, seq=10)
     answer = world.results.power_report(world.ctx, host=HOST, full=20, reports=[
-        _report_of(plain, power.RUNNING, 21),
-        _report_of(named, 'running', 22),
-        _report_of(text_seq, power.RUNNING, '23'),
-        _report_of(bad, True, 24),          # not a state: ignored
+        report_of(plain, power.RUNNING, 21),
+        report_of(named, 'running', 22),
+        report_of(text_seq, power.RUNNING, '23'),
+        report_of(bad, True, 24),          # not a state: ignored
     ])
     assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
     assert {uuid: world.db.get_instance(uuid)['power_seq']
@@ -800,7 +699,6 @@ def test_a_full_report_leaves_instances_without_a_domain_alone(world, ctx):
 
 # --- a full report carried by a heartbeat ------------------------------------------
 
-_CAPACITY = {'vcpus': 8, 'memory_mb': 8192, 'disk_gb': 80}
 
 
 def _transactions(world, monkeypatch):
@@ -823,8 +721,8 @@ def test_a_heartbeat_and_its_unchanged_report_are_one_transaction(
     runs = _transactions(world, monkeypatch)
 
     answer = world.results.heartbeat(
-        world.ctx, host=HOST, capacity=_CAPACITY, started_at=None,
-        lost_tasks=[], power=([_report_of(uuid, power.RUNNING, 21)], 20))
+        world.ctx, host=HOST, capacity=CAPACITY, started_at=None,
+        lost_tasks=[], power=([report_of(uuid, power.RUNNING, 21)], 20))
 
     assert len(runs) == 1
     assert answer['destroy'] == [] and answer['orphans']['uuids'] == []
@@ -840,9 +738,9 @@ def test_a_heartbeat_with_lost_tasks_fails_them_before_its_report(world):
     world.report(uuid, power.SHUTDOWN, seq=10)
 
     world.results.heartbeat(
-        world.ctx, host=HOST, capacity=_CAPACITY, started_at=None,
+        world.ctx, host=HOST, capacity=CAPACITY, started_at=None,
         lost_tasks=[task_id],
-        power=([_report_of(uuid, power.SHUTDOWN, 21)], 20))
+        power=([report_of(uuid, power.SHUTDOWN, 21)], 20))
 
     inst = world.db.get_instance(uuid)
     assert inst['task_id'] is None
