@@ -100,11 +100,17 @@ def carried_power(power):
     if not isinstance(reports, list):
         raise exception.Invalid(reason='power reports %r in a heartbeat: %s'
                                 % (reports, expected))
-    if (isinstance(full, bool) or not isinstance(full, int) or full <= 0
-            or full >= states.SEQ_LIMIT):
+    if not _is_read_seq(full):
         raise exception.Invalid(reason='power full %r in a heartbeat: %s'
                                 % (full, expected))
     return reports, full
+
+
+def _is_read_seq(full):
+    """Whether ``full`` is the seq of a read of every domain: a whole
+    number from 1 to 2**63 - 1 (power_seq is a BIGINT)."""
+    return (isinstance(full, int) and not isinstance(full, bool)
+            and 0 < full < states.SEQ_LIMIT)
 
 
 def settle_on_failure(action, vm_state=None):
@@ -271,8 +277,7 @@ class Results:
         ``beat``: a heartbeat carrying the report, stored in the same first
         transaction (:meth:`common.db.api.StateDB.power_view`)."""
         read_seq = full if full and not isinstance(full, bool) else None
-        if read_seq is not None and (not isinstance(read_seq, int)
-                                     or not 0 < read_seq < states.SEQ_LIMIT):
+        if read_seq is not None and not _is_read_seq(read_seq):
             raise exception.Invalid(
                 reason='power report full %r: expected the seq of the read '
                        'of every domain, a whole number from 1 to 2**63 - 1, '

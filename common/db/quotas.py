@@ -98,7 +98,8 @@ def of_flavor(row):
     return dict({r: row[c] for r, c in _COLUMNS.items()}, instances=1)
 
 
-def _counts(inst, settings):
+def counts(inst, settings):
+    """Whether ``inst`` (a row, after its change) holds anything at all."""
     if inst['vm_state'] == vm.HARD_DELETED:
         return False
     if inst['task_id'] is not None:
@@ -114,7 +115,7 @@ def _larger(a, b):
 def wanted(inst, settings, *, held=NOTHING, extra=None):
     """What ``inst`` (a row, after its change) should hold. ``extra``: a
     flavor the task being claimed needs as well (a resize's new one)."""
-    if not _counts(inst, settings):
+    if not counts(inst, settings):
         return dict(NOTHING)
     want = of_flavor(inst)
     if extra is not None:
@@ -122,11 +123,6 @@ def wanted(inst, settings, *, held=NOTHING, extra=None):
     if inst['vm_state'] == vm.RESIZED or inst['task_action'] == 'resize':
         want = _larger(want, held)      # both flavors until settled
     return want
-
-
-def counts(inst, settings):
-    """Whether ``inst`` (a row, after its change) holds anything at all."""
-    return _counts(inst, settings)
 
 
 def held_by(conn, instance_uuid):

@@ -20,22 +20,15 @@ from common.states import vm
 from tests.conftest import HOST
 from tests.unit.db import world as world_mod
 from tests.unit.db.world import CAPACITY
-from tests.unit.db.world import World
 from tests.unit.db.world import report_of
+
 READ = 20           # the seq of the agent's read of every domain
 
 
-@pytest.fixture
-def conf():
-    conf = world_mod.make_conf()
-    yield conf
-    conf.reset()
-
-
-@pytest.fixture
-def world(statedb, conf, ctx, clock):
-    """The gateway, reconciler and results over SQLite or PostgreSQL."""
-    return World(statedb, conf, ctx, clock)
+# The fixtures: the gateway, reconciler and results over SQLite or
+# PostgreSQL (tests/conftest.py's statedb, once per backend).
+conf = world_mod.conf
+world = world_mod.world
 
 
 def _full(world, reports, *, carried, host=HOST):

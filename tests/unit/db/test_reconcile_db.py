@@ -30,7 +30,6 @@ from tests.conftest import HOST
 from tests.unit.db import world as world_mod
 from tests.unit.db.world import CAPACITY
 from tests.unit.db.world import WINDOW
-from tests.unit.db.world import World
 from tests.unit.db.world import report_of
 
 WINDOW_DELTA = datetime.timedelta(seconds=WINDOW)
@@ -66,16 +65,9 @@ def statedb(migrated, tmp_path, clock):
     database.dispose()
 
 
-@pytest.fixture
-def conf():
-    conf = world_mod.make_conf()
-    yield conf
-    conf.reset()
-
-
-@pytest.fixture
-def world(statedb, conf, ctx, clock):
-    return World(statedb, conf, ctx, clock)
+# The fixtures, over this module's SQLite statedb.
+conf = world_mod.conf
+world = world_mod.world
 
 
 # --- every rule --------------------------------------------------------------

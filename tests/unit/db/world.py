@@ -1,7 +1,10 @@
 """The conductor's reconcile and report handling over a real database,
 with the agent replaced by a recorder: what test_reconcile_db.py and
-test_full_report_backends.py both drive."""
+test_full_report_backends.py both drive. The ``conf`` and ``world``
+fixtures are used by importing them into the test module; ``world`` takes
+the module's ``statedb``."""
 
+import pytest
 import sqlalchemy as sa
 from oslo_config import cfg
 
@@ -17,19 +20,21 @@ from tests.conftest import HOST
 from tests.conftest import Instances
 
 I = models.Instance.__table__       # noqa: E741 (as in common/db/api.py)
-# [reconcile] crash_restart_window of make_conf()
+# [reconcile] crash_restart_window of the conf fixture
 WINDOW = 600
 # A host's capacity in a heartbeat.
 CAPACITY = {'vcpus': 8, 'memory_mb': 8192, 'disk_gb': 80}
 
 
-def make_conf():
-    """Defaults, with a known crash restart window; ``reset()`` it after."""
+@pytest.fixture
+def conf():
+    """Defaults, with a known crash restart window."""
     conf = cfg.ConfigOpts()
     register_all(conf)
     conf([], project='tristate', default_config_files=[])
     conf.set_override('crash_restart_window', WINDOW, group='reconcile')
-    return conf
+    yield conf
+    conf.reset()
 
 
 def report_of(uuid, power_state, seq, reason=None):
@@ -124,3 +129,9 @@ class World:
 
     def snapshot(self, uuid):
         return self.db.get_instance(uuid), self.db.list_actions(uuid)
+
+
+@pytest.fixture
+def world(statedb, conf, ctx, clock):
+    """The gateway, reconciler and results over the module's ``statedb``."""
+    return World(statedb, conf, ctx, clock)
