@@ -17,6 +17,8 @@ import copy
 
 from oslo_context import context as oslo_context
 
+from common import logescape
+
 SYSTEM_USER = 'tristate-system'
 LOG_CONTEXT_FORMAT = (
     '%(asctime)s.%(msecs)03d %(process)d %(levelname)s %(name)s '
@@ -29,6 +31,7 @@ def set_log_defaults():
     the configuration; a config file can still set its own)."""
     from oslo_log import log as oslo_log
     oslo_log.set_defaults(logging_context_format_string=LOG_CONTEXT_FORMAT)
+    logescape.install()
 
 
 class RequestContext(oslo_context.RequestContext):
@@ -51,7 +54,9 @@ class RequestContext(oslo_context.RequestContext):
     def get_logging_values(self):
         values = super().get_logging_values()
         values['task_id'] = self.task_id or '-'
-        return values
+        # A user name can be what a caller chose (noauth's token).
+        return {key: logescape.safe(value) if isinstance(value, str)
+                else value for key, value in values.items()}
 
     @classmethod
     def from_dict(cls, values, **kwargs):
