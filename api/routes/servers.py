@@ -1,6 +1,7 @@
 """``/servers``: list, show, create, rename (``PUT``), delete."""
 
 import re
+from urllib import parse as urlparse
 
 import flask
 from oslo_utils import strutils
@@ -68,11 +69,20 @@ def _page(bodies, args, max_limit):
     page = bodies[:limit]
     links = []
     if len(bodies) > limit and page:
-        query = dict(args.items(), marker=page[-1]['id'], limit=limit)
-        links.append({'rel': 'next', 'href': '%s?%s' % (
-            flask.request.base_url,
-            '&'.join('%s=%s' % kv for kv in sorted(query.items())))})
+        links.append({'rel': 'next', 'href': _next_link(args, page[-1]['id'],
+                                                        limit)})
     return page, links
+
+
+def _next_link(args, marker, limit):
+    """This request's URL for the page after ``marker``: every filter as it
+    was sent (each value of a repeated one), URL-encoded, so a ``+``, ``&``
+    or ``=`` in a value reads back as itself."""
+    query = [(k, v) for k, v in args.items(multi=True)
+             if k not in ('marker', 'limit')]
+    query += [('limit', str(limit)), ('marker', marker)]
+    return '%s?%s' % (flask.request.base_url,
+                      urlparse.urlencode(sorted(query)))
 
 
 def _list(detail):
