@@ -22,8 +22,13 @@ def body(code, message):
                                               'message': message}}
 
 
-def from_exception(err):
-    """(status, body) for any exception a request handler let out."""
+def from_exception(err, request_id=None):
+    """(status, body) for any exception a request handler let out.
+
+    An unexpected one answers only that, and the request id: its message
+    can hold anything, up to a conductor's whole traceback (oslo.messaging
+    puts the remote traceback in the message of an exception it re-raises),
+    which goes to the API's log, never to the client."""
     if isinstance(err, exception.DBUnavailable):
         return 503, body(503, _db_unavailable(err.kwargs))
     if isinstance(err, exception.TristateError):
@@ -34,9 +39,11 @@ def from_exception(err):
         return 503, body(503, message)
     if isinstance(err, rpc.MessagingException):
         return 503, body(503, 'The message bus is unavailable: %s' % err)
-    LOG.exception('Unexpected error in the API')
-    return 500, body(500, 'Unexpected API error: %s (%s). Please report it '
-                          'with the request id.' % (type(err).__name__, err))
+    LOG.error('Unexpected error in the API (request %s)', request_id,
+              exc_info=err)
+    return 500, body(500, 'Unexpected API error. Please report it with the '
+                          'request id %s; the API\'s log has the details.'
+                          % (request_id or '(none)'))
 
 
 def _db_unavailable(kwargs):

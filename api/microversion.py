@@ -38,12 +38,13 @@ class APIVersion:
         self.minor = minor
 
     @classmethod
-    def parse(cls, text):
+    def parse(cls, text, header=None):
+        """The version ``text`` names; a 400 naming ``header`` if it is
+        malformed, or has numbers of more than 9 digits (no version has:
+        and Python does not convert 4,300 digits or more)."""
         match = _FORMAT.match(text.strip())
         if not match:
-            raise exception.Invalid(
-                reason='API version string %r is of invalid format: it must '
-                       'be MajorNum.MinorNum or latest' % text)
+            raise _malformed(text, header)
         return cls(int(match.group(1)), int(match.group(2)))
 
     def _key(self):
@@ -64,7 +65,18 @@ class APIVersion:
     __repr__ = __str__
 
 
-_FORMAT = re.compile(r'^([1-9]\d*)\.([1-9]\d*|0)$')
+_DIGITS = 9
+_FORMAT = re.compile(r'^([1-9]\d{0,%d})\.([1-9]\d{0,%d}|0)$'
+                     % (_DIGITS - 1, _DIGITS - 1), re.ASCII)
+
+def _malformed(text, header):
+    shown = repr(text) if len(text) <= 40 else '%r...(%d characters)' % (
+        text[:40], len(text))
+    return exception.Invalid(
+        reason='API version string %s%s is of invalid format: it must be '
+               'MajorNum.MinorNum (numbers of at most %d digits) or latest'
+               % (shown, ' (header %s)' % header if header else '', _DIGITS))
+
 
 MIN = APIVersion(2, 1)
 IMAGE_ID_BODY = APIVersion(2, 45)
@@ -87,24 +99,25 @@ class NotAcceptable(exception.TristateError):
 
 
 def _requested(headers):
-    """The version text the client sent, or None."""
+    """(the version text the client sent, its header), or (None, None)."""
     value = headers.get(HEADER)
     if value:
         for part in value.split(','):
             service, _, version = part.strip().partition(' ')
             if service.lower() == SERVICE:
-                return version.strip()
-    return headers.get(LEGACY_HEADER) or None
+                return version.strip(), HEADER
+    legacy = headers.get(LEGACY_HEADER) or None
+    return legacy, LEGACY_HEADER if legacy else None
 
 
 def from_headers(headers):
     """The :class:`APIVersion` a request asks for (MIN when it says none)."""
-    text = _requested(headers)
+    text, header = _requested(headers)
     if text is None:
         return MIN
     if text.strip().lower() == 'latest':
         return MAX
-    version = APIVersion.parse(text)
+    version = APIVersion.parse(text, header)
     if not MIN <= version <= MAX:
         raise NotAcceptable(version=version, min=MIN, max=MAX)
     return version

@@ -7,6 +7,7 @@ import dataclasses
 import flask
 
 from api import auth
+from api import jsonbody
 from api import schemas
 from api import views
 from common import exception
@@ -50,13 +51,7 @@ def authorize(rule, target=None):
 def json_body(schema):
     """The request's JSON body, validated against ``schema``."""
     data = flask.request.get_data(cache=True)
-    if not data.strip():
-        body = None
-    else:
-        body = flask.request.get_json(silent=True, force=True)
-        if body is None:
-            raise exception.Invalid('Malformed request body: it is not '
-                                    'JSON')
+    body = jsonbody.loads(data) if data.strip() else None
     if body is None and schema.get('type') == 'object':
         raise exception.Invalid('Malformed request body: a JSON object is '
                                 'required')

@@ -7,15 +7,38 @@ Properties Nova clients commonly send that Tristate has no use for
 (networks, key_name, ...) are accepted and ignored; anything else is refused.
 """
 
+import math
+import re
+import unicodedata
+
 import jsonschema
 
+from api import jsonbody
 from common import exception
 from common import states
 
+# Text of one line, as a name, a reference, a date or a host must be: no
+# control characters (C0, DEL, C1) and no line or paragraph separators.
+# Free text (a password) may hold them; NUL and lone surrogates are refused
+# in every string before any schema is checked (api/jsonbody.py).
+PRINTABLE = 'printable'
+FORMATS = jsonschema.FormatChecker(formats=())
+_LINE_BREAKING = frozenset({'Cc', 'Zl', 'Zp'})
+
+
+@FORMATS.checks(PRINTABLE)
+def _printable(value):
+    return not isinstance(value, str) or not any(
+        unicodedata.category(c) in _LINE_BREAKING for c in value)
+
+
 NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
-        'pattern': r'^\S(.*\S)?$'}
-REF = {'type': ['string', 'integer'], 'minLength': 1, 'maxLength': 255}
-IMAGE_REF = {'type': 'string', 'minLength': 1, 'maxLength': 255}
+        'pattern': r'^\S(.*\S)?$', 'format': PRINTABLE}
+REF = {'type': ['string', 'integer'], 'minLength': 1, 'maxLength': 255,
+       'format': PRINTABLE}
+IMAGE_REF = {'type': 'string', 'minLength': 1, 'maxLength': 255,
+             'format': PRINTABLE}
+TEXT = {'type': 'string', 'maxLength': 255, 'format': PRINTABLE}
 NO_BODY = {'type': ['null', 'object'], 'properties': {},
            'additionalProperties': False}
 ANYTHING = {}
@@ -42,7 +65,8 @@ _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
 
 # A lease's reservation to build on (``reservation`` is Blazar's name);
 # other hints are accepted and ignored.
-RESERVATION_ID = {'type': 'string', 'minLength': 1, 'maxLength': 36}
+RESERVATION_ID = {'type': 'string', 'minLength': 1, 'maxLength': 36,
+                  'format': PRINTABLE}
 SCHEDULER_HINTS = {'type': 'object',
                    'properties': {'reservation_id': RESERVATION_ID,
                                   'reservation': RESERVATION_ID}}
@@ -85,14 +109,14 @@ RESIZE = _object(['flavorRef'], flavorRef=REF,
                  **{'OS-DCF:diskConfig': ANYTHING})
 CREATE_IMAGE = _object(['name'], name=NAME, metadata={'type': 'object'})
 ROTATION = {'type': ['integer', 'string'], 'pattern': '^[0-9]+$',
-            'minimum': 0}
+            'minimum': 0, 'maximum': 2 ** 31 - 1}
 CREATE_BACKUP = _object(['name', 'backup_type', 'rotation'], name=NAME,
-                        backup_type={'type': 'string'}, rotation=ROTATION,
+                        backup_type=TEXT, rotation=ROTATION,
                         metadata={'type': 'object'})
 CHANGE_PASSWORD = _object(['adminPass'], adminPass={'type': 'string'})
 MIGRATE_LIVE = _object(
     ['host'], host={'type': ['string', 'null'], 'minLength': 1,
-                    'maxLength': 255},
+                    'maxLength': 255, 'format': PRINTABLE},
     block_migration={'enum': [True, False, 'auto', 'True', 'False',
                               'true', 'false']},
     disk_over_commit=ANYTHING, force=ANYTHING)
@@ -126,15 +150,61 @@ def _path(error):
 
 def _message(error):
     text = error.message
+    if error.validator == 'format' and error.validator_value == PRINTABLE:
+        text = ('It must be printable text: no control characters '
+                '(U+0000-U+001F, U+007F-U+009F) or line separators')
     if error.validator == 'additionalProperties':
         allowed = sorted(error.schema.get('properties', {}))
         text += '; allowed: %s' % (', '.join(allowed) or 'none')
     return text
 
 
+# --- integers written as strings -------------------------------------------------
+# Nova takes ``"rotation": "2"`` as well as ``2``; the string form must obey
+# the same bounds. A string of more digits than any bound has is beyond it
+# (and is never converted: Python refuses to convert 4,300 digits or more).
+
+_INTEGER = re.compile(r'^-?[0-9]+$')
+_DIGITS = 30
+
+
+def _number(instance):
+    """The number an integer field's value means, or None if it is not one."""
+    if isinstance(instance, bool):
+        return None
+    if isinstance(instance, (int, float)):
+        return instance
+    if isinstance(instance, str) and _INTEGER.match(instance):
+        if len(instance.lstrip('-').lstrip('0')) > _DIGITS:
+            return -math.inf if instance.startswith('-') else math.inf
+        return int(instance)
+    return None
+
+
+def _minimum(validator, minimum, instance, schema):
+    number = _number(instance)
+    if number is not None and number < minimum:
+        yield jsonschema.ValidationError(
+            '%s is less than the minimum of %r' % (_short(instance, 40),
+                                                   minimum))
+
+
+def _maximum(validator, maximum, instance, schema):
+    number = _number(instance)
+    if number is not None and number > maximum:
+        yield jsonschema.ValidationError(
+            '%s is greater than the maximum of %r' % (_short(instance, 40),
+                                                      maximum))
+
+
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    {'minimum': _minimum, 'maximum': _maximum})
+
+
 def validate(schema, body):
     """Raise :class:`~common.exception.Invalid` naming the first bad field."""
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = Validator(schema, format_checker=FORMATS)
     error = jsonschema.exceptions.best_match(validator.iter_errors(body))
     if error is None:
         return body
@@ -143,6 +213,4 @@ def validate(schema, body):
         % (_path(error), _short(error.instance), _message(error)))
 
 
-def _short(value, limit=200):
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + '...'
+_short = jsonbody.short

@@ -21,6 +21,7 @@ from werkzeug import exceptions as http_exceptions
 
 from api import auth
 from api import faults
+from api import jsonbody
 from api import microversion
 from api import ops
 from api import policy as policy_mod
@@ -47,6 +48,7 @@ def create_app(conf, client, *, policy=None):
                       leases.bp, accounting.bp):
         app.register_blueprint(blueprint)
     app.before_request(_read_version)
+    app.before_request(lambda: jsonbody.check_path(flask.request.view_args))
     app.after_request(_response_headers)
     app.after_request(_log_request)
     app.register_error_handler(http_exceptions.HTTPException, _http_error)
@@ -110,7 +112,8 @@ def _http_error(err):
 
 
 def _error(err):
-    code, body = faults.from_exception(err)
+    ctx = flask.request.environ.get(auth.ENV_CONTEXT)
+    code, body = faults.from_exception(err, ctx.request_id if ctx else None)
     if code >= 500:
         LOG.warning('%s %s answered %d: %s', flask.request.method,
                     flask.request.path, code, body)

@@ -31,10 +31,13 @@ from conductor.leases import rpcapi
 bp = flask.Blueprint('leases', __name__, url_prefix='/v2.1/leases')
 
 RULE = 'tristate:leases:%s'
-DATE = {'type': 'string', 'minLength': 1, 'maxLength': 64}
+DATE = {'type': 'string', 'minLength': 1, 'maxLength': 64,
+        'format': schemas.PRINTABLE}
 HOSTS = {'type': ['integer', 'string'], 'pattern': '^[0-9]+$', 'minimum': 1,
          'maximum': 10000}
-DURATION = {'type': 'string', 'pattern': r'^\s*[0-9]+\s*[smhd]\s*$'}
+# At most 12 digits: more is beyond any date a lease can have (year 9999).
+DURATION = {'type': 'string', 'pattern': r'^\s*[0-9]{1,12}\s*[smhd]\s*$',
+            'format': schemas.PRINTABLE}
 ON_END = {'enum': list(rules.ON_END)}
 
 RESERVATION = {
@@ -53,7 +56,8 @@ CREATE_LEASE = {
     'type': 'object',
     'properties': {
         'name': schemas.NAME, 'start_date': DATE, 'end_date': DATE,
-        'before_end_date': {'type': ['string', 'null'], 'maxLength': 64},
+        'before_end_date': {'type': ['string', 'null'], 'maxLength': 64,
+                            'format': schemas.PRINTABLE},
         'reservations': {'type': 'array', 'items': RESERVATION,
                          'minItems': 1, 'maxItems': 16},
         'events': {'type': 'array', 'maxItems': 0},

@@ -59,19 +59,43 @@ def parse_properties(text, field='hypervisor_properties'):
         return sa.true()
     try:
         query = json.loads(text)
+    except RecursionError:
+        raise _bad(field, text, _TOO_DEEP) from None
     except ValueError as err:
         raise _bad(field, text, 'It is not JSON: %s' % err) from None
     if query == []:
         return sa.true()
+    if _depth(query) > MAX_DEPTH:
+        # _condition, and SQLAlchemy compiling what it builds, recurse.
+        raise _bad(field, text, _TOO_DEEP)
     try:
         return _condition(query)
     except ValueError as err:
         raise _bad(field, text, str(err)) from None
 
 
+MAX_DEPTH = 16
+_TOO_DEEP = 'Its lists are nested more than %d levels deep' % MAX_DEPTH
+
+
+def _depth(query):
+    """How deep lists nest in ``query`` (counted without recursion)."""
+    deepest, pending = 0, [(query, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:
+                pending.extend((item, depth + 1) for item in value)
+    return deepest
+
+
 def _bad(field, text, why):
+    shown = repr(text)
+    if len(shown) > 200:
+        shown = shown[:200] + '...'
     return exception.Invalid('Invalid input for field/attribute %s. Value: '
-                             '%r. %s' % (field, text, why))
+                             '%s. %s' % (field, shown, why))
 
 
 def _condition(query):

@@ -18,6 +18,7 @@ from common.db import lease_hosts
 
 _DURATION = re.compile(r'^\s*(\d+)\s*([smhd])\s*$')
 _UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400}
+_MAX_DURATION_DIGITS = 12
 
 
 def bad(field, value, why):
@@ -37,7 +38,13 @@ def parse_date(field, value, now):
         raise bad(field, value, 'Expected "now", "YYYY-MM-DD HH:MM" or ISO '
                   '8601 (UTC unless it says otherwise)') from None
     if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(datetime.UTC).replace(tzinfo=None)
+        try:
+            parsed = parsed.astimezone(datetime.UTC).replace(tzinfo=None)
+        except OverflowError:
+            # 0001-01-01T00:00+14:00 is in year 0 in UTC, 9999-12-31T23:59
+            # -14:00 in year 10000: neither exists for Python or the tables.
+            raise bad(field, value, 'In UTC it is outside the years 1 to '
+                      '9999') from None
     return parsed
 
 
@@ -47,7 +54,17 @@ def parse_duration(field, value):
     if not match:
         raise bad(field, value, 'Expected a number and a unit: s, m, h or d '
                   '(e.g. 2h)')
-    return datetime.timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+    if len(match[1]) > _MAX_DURATION_DIGITS:
+        raise _too_long(field, value)
+    try:
+        return datetime.timedelta(seconds=int(match[1]) * _UNITS[match[2]])
+    except OverflowError:
+        raise _too_long(field, value) from None
+
+
+def _too_long(field, value):
+    return bad(field, value, 'It is longer than any lease can be (its end '
+               'must be in the years 1 to 9999)')
 
 
 def default_before_end(start, end, minutes):
@@ -137,10 +154,12 @@ def _new_end(lease, body, now):
         end = parse_date('end_date', body['end_date'], now)
     else:
         end = lease['end_date']
-    if body.get('prolong_for'):
-        end += parse_duration('prolong_for', body['prolong_for'])
-    if body.get('reduce_by'):
-        end -= parse_duration('reduce_by', body['reduce_by'])
+    for field, sign in (('prolong_for', 1), ('reduce_by', -1)):
+        if body.get(field):
+            try:
+                end += sign * parse_duration(field, body[field])
+            except OverflowError:
+                raise _too_long(field, body[field]) from None
     return end
 
 

@@ -5,10 +5,14 @@ Every test acts as a project of its own (:func:`new_project`), so it sees
 only its own servers even on a plane shared by a whole module.
 """
 
+import contextlib
 import uuid as uuidlib
 
 from api import service as api_service
 from api import wsgi
+from tests import conftest as common_fixtures
+from tests.functional.conftest import Planes
+from tests.functional.conftest import new_conf
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_for
 
@@ -29,6 +33,24 @@ def make_app(plane, **api_opts):
     conf = configure(plane.conf, **api_opts)
     client = api_service.make_client(conf, plane.bus, plane.statedb)
     return wsgi.create_app(conf, client)
+
+
+@contextlib.contextmanager
+def plane_on(request, backend, state_dir):
+    """A two-host plane whose database is SQLite or a fresh PostgreSQL
+    database (``backend``; for fixtures parametrized on both, the
+    PostgreSQL one skipped without TRISTATE_TEST_PG_URL, as ``db``)."""
+    conf = new_conf(state_dir)
+    with contextlib.ExitStack() as stack:
+        if backend == 'postgresql':
+            admin = request.getfixturevalue('pg_admin')
+            database = stack.enter_context(common_fixtures.pg_database(admin))
+            conf.set_override('connection', database.url.render_as_string(
+                hide_password=False), group='database')
+        planes = Planes(conf)
+        stack.callback(conf.reset)
+        stack.callback(planes.stop_all)
+        yield planes.start(hosts=2)
 
 
 def new_project():

@@ -1,0 +1,52 @@
+"""An unexpected error answered the conductor's traceback to the user.
+
+A member's ``POST /leases`` with a date that overflowed got a 500 whose
+message was the conductor's whole Python traceback (paths, module names,
+source lines): oslo.messaging re-raises a builtin exception from the
+conductor with the remote traceback in its message, and the API put the
+message in its answer. Found by trying the API as an attacker would
+(issue 20, item 9). Fixed: an unexpected error answers a generic message
+with the request id (api/faults.py); the traceback, the remote one
+included, goes to the API's log only.
+"""
+
+import logging
+
+import pytest
+
+from conductor.leases import requests as lease_requests
+from tests.functional import api_support
+from tests.functional.api_support import message
+
+SECRET = 'secret-detail-of-the-conductor'
+
+
+@pytest.fixture(scope='module')
+def api(shared_plane):
+    return api_support.Api(api_support.make_app(shared_plane),
+                           token=api_support.new_project())
+
+
+def _fail(*args, **kwargs):
+    raise OverflowError(SECRET)
+
+
+def test_an_unexpected_conductor_error_is_a_generic_500(api, monkeypatch,
+                                                        caplog):
+    monkeypatch.setattr(lease_requests, 'parse_create', _fail)
+    with caplog.at_level(logging.ERROR, logger='api.faults'):
+        resp = api.post('/leases', json={
+            'name': 'x', 'start_date': 'now', 'end_date': '2999-01-01 00:00',
+            'reservations': [{'resource_type': 'physical:host', 'min': 1,
+                              'max': 1}]})
+    assert resp.status_code == 500, resp.get_json()
+    request_id = resp.headers['X-OpenStack-Request-ID']
+    text = message(resp)
+    assert request_id in text
+    for leaked in (SECRET, 'Traceback', '.py', 'OverflowError'):
+        assert leaked not in text
+    (record,) = [r for r in caplog.records if r.name == 'api.faults']
+    assert request_id in record.getMessage()
+    logged = caplog.text
+    assert SECRET in logged and 'Traceback' in logged
+    assert 'conductor/leases' in logged      # the remote traceback too
