@@ -104,7 +104,12 @@ class LeaseFlows:
 
     def update(self, ctx, lease_id, body):
         """New dates (host availability checked again), name or on_end."""
-        self.get(ctx, lease_id)
+        # A body that cannot be right is refused before the lease is
+        # touched (the operation below changes its status and updated_at);
+        # it is read again, as it is while UPDATING, inside.
+        requests.parse_update(self.get(ctx, lease_id), body,
+                              now=self.db.clock(),
+                              before_end_minutes=self.conf.leases.before_end)
         with self.operation(lease_id, 'update') as settled:
             lease = self.db.get_lease(lease_id)
             values, recheck = requests.parse_update(
