@@ -15,6 +15,8 @@ request's environ (``tristate.context``), chosen by ``[api] auth_strategy``.
 Version discovery (``/`` and ``/v2.1``) needs no authentication, as in Nova.
 """
 
+import re
+
 from api import faults
 from common import context as tcontext
 
@@ -24,6 +26,7 @@ ADMIN_USER = 'admin'
 # keystoneauth's "none" plugin (openstacksdk's auth_type none) sends this
 # token; it means "no token", so it gets the default user too.
 PLACEHOLDER_TOKENS = frozenset({'notused'})
+_CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]')
 
 
 def _roles(is_admin):
@@ -47,6 +50,13 @@ class NoAuth:
 
     def __call__(self, environ, start_response):
         token = environ.get('HTTP_X_AUTH_TOKEN', '').strip()
+        if _CONTROL.search(token):
+            # User and project ids are stored and logged: no NUL (which
+            # PostgreSQL refuses) nor any other control character.
+            return faults.wsgi_response(
+                start_response, 401, 'Invalid X-Auth-Token: USER:PROJECT '
+                'must be printable text (noauth)',
+                [('WWW-Authenticate', 'Token')])
         if token and token not in PLACEHOLDER_TOKENS:
             user, _, project = token.partition(':')
             project = project or user

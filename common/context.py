@@ -28,7 +28,9 @@ LOG_CONTEXT_FORMAT = (
 
 def set_log_defaults():
     """Make :data:`LOG_CONTEXT_FORMAT` oslo.log's default (before parsing
-    the configuration; a config file can still set its own)."""
+    the configuration; a config file can still set its own), and escape
+    control characters in every log record's arguments
+    (:mod:`common.logescape`)."""
     from oslo_log import log as oslo_log
     oslo_log.set_defaults(logging_context_format_string=LOG_CONTEXT_FORMAT)
     logescape.install()
