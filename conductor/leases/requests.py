@@ -72,7 +72,12 @@ def default_before_end(start, end, minutes):
     start; None when it is 0."""
     if minutes <= 0:
         return None
-    return max(start, end - datetime.timedelta(minutes=minutes))
+    try:
+        return max(start, end - datetime.timedelta(minutes=minutes))
+    except OverflowError:
+        # An end within ``minutes`` of year 1: the start is later anyway
+        # (and the window is refused if the end is not after it).
+        return start
 
 
 def _check_window(start, end, before_end):

@@ -4,9 +4,11 @@
 ``end_date "9999-12-31T23:59:59-14:00"`` in year 10000; ``prolong_for
 "99999999999999d"`` is beyond what a ``timedelta`` holds, and ``"3000000d"``
 or ``reduce_by "99999999d"`` take a lease's end beyond year 9999 or before
-year 1: each raised ``OverflowError`` in the conductor, and the API answered
-500 with the conductor's traceback. Found by trying the API as an attacker
-would (issue 20, item 7). Fixed: conductor/leases/requests.py answers each
+year 1; an ``end_date`` of ``0001-01-01T00:00:00`` underflowed when the
+default ``before_end_date`` was computed: each raised ``OverflowError`` in
+the conductor, and the API answered 500 with the conductor's traceback.
+Found by trying the API as an attacker would (issue 20, item 7; the last
+by the hostile fuzz tests). Fixed: conductor/leases/requests.py answers each
 with a 400 naming the field; the API refuses a duration of more than 12
 digits.
 """
@@ -34,6 +36,7 @@ def _create(api, start='now', end='2999-01-01 00:00'):
 @pytest.mark.parametrize('field, start, end', [
     ('start_date', '0001-01-01T00:00:00+14:00', '2999-01-01 00:00'),
     ('end_date', 'now', '9999-12-31T23:59:59-14:00'),
+    ('end_date', '2998-01-01 00:00', '0001-01-01T00:00:00'),
 ])
 def test_a_date_outside_the_calendar_in_utc_is_400(api, field, start, end):
     resp = _create(api, start, end)
