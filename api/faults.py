@@ -33,12 +33,20 @@ def from_exception(err, request_id=None):
         return 503, body(503, _db_unavailable(err.kwargs))
     if isinstance(err, exception.TristateError):
         return err.code, body(err.code, err.message)
+    if isinstance(err, rpc.RemoteError):
+        # The conductor failed (an exception oslo.messaging does not
+        # re-raise as itself): a bug, not a bus that is down.
+        return _unexpected(err, request_id)
     if isinstance(err, rpc.MessagingTimeout):
         message = ('No conductor answered in time; the request may or may '
                    'not have been carried out (check with GET): %s' % err)
         return 503, body(503, message)
     if isinstance(err, rpc.MessagingException):
         return 503, body(503, 'The message bus is unavailable: %s' % err)
+    return _unexpected(err, request_id)
+
+
+def _unexpected(err, request_id):
     LOG.error('Unexpected error in the API (request %s)', request_id,
               exc_info=err)
     return 500, body(500, 'Unexpected API error. Please report it with the '
