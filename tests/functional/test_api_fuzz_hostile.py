@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 import pytest
 import requests
 
+from api import actions as api_actions
 from api import jsonbody
 from api import server as server_mod
 from tests.functional import api_support
@@ -100,6 +101,8 @@ TARGETS = [
           ['os-migrateLive.host'], []),
          ('tristate:softDelete', None, [], []), ('restore', None, [], []),
          ('os-resetState', {'state': 'error'}, [], []),
+         # Only ever sent refused here: it would delete the target.
+         ('forceDelete', None, [], []),
      ]]
 # Integer fields (path in the body of the route).
 INTEGERS = [
@@ -115,6 +118,20 @@ INTEGERS = [
                                      'imageRef': 'cirros', 'min_count': 1}},
      'server.min_count'),
 ]
+
+
+def test_every_action_and_body_route_is_a_target(app):
+    actions = {next(iter(body)) for _, path, body, _, _ in TARGETS
+               if path.endswith('/action')}
+    assert actions == set(api_actions.ACTIONS)
+    routes = {(method, rule.rule) for rule in app.url_map.iter_rules()
+              for method in rule.methods & {'POST', 'PUT'}}
+    targeted = {(method, '/v2.1' + path.replace('{id}', '<server_id>')
+                 .replace('{lease}', '<lease_id>')
+                 .replace('{project}', '<project_id>')
+                 .replace('tristate:crash', '<key>'))
+                for method, path, _, _, _ in TARGETS}
+    assert routes == targeted
 
 
 # --- the plane: one per database, a server and a lease to aim at --------------
