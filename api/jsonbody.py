@@ -10,7 +10,9 @@ the schema checker recurse). Anything else is a 400 naming the field, in the
 schemas' message shape, before anything is asked of the conductor.
 
 Bodies too deep for Python's parser (a ``RecursionError``) are scanned once
-more, linearly, only to name where they went too deep.
+more, linearly, only to name where they went too deep. :func:`check_path`
+does the same for the parameters of a request's path (an id with a control
+character is a 400), before any route runs.
 """
 
 import json

@@ -5,6 +5,12 @@ A body that does not match is answered ``400`` with Nova's message shape,
 anything is asked of the conductor: a rejected request changes nothing.
 Properties Nova clients commonly send that Tristate has no use for
 (networks, key_name, ...) are accepted and ignored; anything else is refused.
+
+Bodies reach the schemas decoded and checked by :mod:`api.jsonbody` (valid
+Unicode, no NUL, bounded depth and digits). Here, names, references, dates
+and hosts are one line of printable text (the ``printable`` format), and an
+integer a field takes as a string as well (``"rotation": "2"``, as Nova)
+obeys the field's ``minimum`` and ``maximum`` in both forms.
 """
 
 import math
