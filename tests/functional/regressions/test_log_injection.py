@@ -23,9 +23,13 @@ FORGED = '2026-11-26 admin DELETE /v2.1/servers/all status: 204'
 
 @pytest.fixture(scope='module')
 def api(shared_plane):
+    """An API client, with the log defaults every daemon sets (restored
+    after the module: other tests' logs stay as they were)."""
+    previous = logging.getLogRecordFactory()
     tcontext.set_log_defaults()
-    return api_support.Api(api_support.make_app(shared_plane),
-                           token=api_support.new_project())
+    yield api_support.Api(api_support.make_app(shared_plane),
+                          token=api_support.new_project())
+    logging.setLogRecordFactory(previous)
 
 
 def _raw_lines(caplog):
