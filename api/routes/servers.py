@@ -81,7 +81,11 @@ def _next_link(args, marker, limit):
     query = [(k, v) for k, v in args.items(multi=True)
              if k not in ('marker', 'limit')]
     query += [('limit', str(limit)), ('marker', marker)]
-    return '%s?%s' % (flask.request.base_url,
+    # Under [api] link_prefix (a proxy's address), as every other link.
+    path = ['servers']
+    if flask.request.path.rstrip('/').endswith('/detail'):
+        path.append('detail')
+    return '%s?%s' % (request.links().href(*path),
                       urlparse.urlencode(sorted(query)))
 
 

@@ -107,6 +107,23 @@ def test_list_is_newest_first_with_filters_and_pages(api):
     assert 'servers_links' not in rest.get_json()
 
 
+def test_the_next_link_is_under_the_link_prefix(shared_plane):
+    """Behind a proxy, ``[api] link_prefix`` is the clients' address of the
+    API: the next page's link uses it, as the servers' own links do."""
+    app = api_support.make_app(shared_plane,
+                               link_prefix='https://cloud.example:8774')
+    try:
+        api = Api(app, token=api_support.new_project())
+        for name in ('p1', 'p2'):
+            api.create(name)
+        for path in ('/servers', '/servers/detail'):
+            (link,) = api.get(path + '?limit=1').get_json()['servers_links']
+            assert link['href'].startswith(
+                'https://cloud.example:8774/v2.1%s?' % path), link
+    finally:
+        shared_plane.conf.clear_override('link_prefix', group='api')
+
+
 def test_create_sets_the_policies_from_metadata(api):
     server = api.active(metadata={'tristate:user_shutdown': 'restart',
                                   'tristate:crash': 'error'})
