@@ -114,8 +114,11 @@ RESCUE = {'type': ['null', 'object'],
 RESIZE = _object(['flavorRef'], flavorRef=REF,
                  **{'OS-DCF:diskConfig': ANYTHING})
 CREATE_IMAGE = _object(['name'], name=NAME, metadata={'type': 'object'})
+# An integer as a string is at most INT_TEXT characters long (a zero-padded
+# 5,000-digit one would pass the bounds and fail Python's int()).
+INT_TEXT = 20
 ROTATION = {'type': ['integer', 'string'], 'pattern': '^[0-9]+$',
-            'minimum': 0, 'maximum': 2 ** 31 - 1}
+            'minimum': 0, 'maximum': 2 ** 31 - 1, 'maxLength': INT_TEXT}
 CREATE_BACKUP = _object(['name', 'backup_type', 'rotation'], name=NAME,
                         backup_type=TEXT, rotation=ROTATION,
                         metadata={'type': 'object'})
@@ -181,9 +184,11 @@ def _number(instance):
     if isinstance(instance, (int, float)):
         return instance
     if isinstance(instance, str) and _INTEGER.match(instance):
-        if len(instance.lstrip('-').lstrip('0')) > _DIGITS:
-            return -math.inf if instance.startswith('-') else math.inf
-        return int(instance)
+        sign = -1 if instance.startswith('-') else 1
+        digits = instance.lstrip('-').lstrip('0') or '0'
+        if len(digits) > _DIGITS:
+            return sign * math.inf
+        return sign * int(digits)
     return None
 
 

@@ -19,13 +19,15 @@ import flask
 from oslo_utils import strutils
 
 from api import request
+from api import schemas
 from common import exception
 from common.db import quotas
 
 bp = flask.Blueprint('accounting', __name__, url_prefix='/v2.1')
 
 LIMIT = {'type': ['integer', 'string'], 'pattern': '^-?[0-9]+$',
-         'minimum': -1, 'maximum': 2 ** 31 - 1}
+         'minimum': -1, 'maximum': 2 ** 31 - 1,
+         'maxLength': schemas.INT_TEXT}
 UPDATE_QUOTA_SET = {
     'type': 'object',
     'properties': {'quota_set': {

@@ -34,7 +34,7 @@ RULE = 'tristate:leases:%s'
 DATE = {'type': 'string', 'minLength': 1, 'maxLength': 64,
         'format': schemas.PRINTABLE}
 HOSTS = {'type': ['integer', 'string'], 'pattern': '^[0-9]+$', 'minimum': 1,
-         'maximum': 10000}
+         'maximum': 10000, 'maxLength': schemas.INT_TEXT}
 # At most 12 digits: more is beyond any date a lease can have (year 9999).
 DURATION = {'type': 'string', 'pattern': r'^\s*[0-9]{1,12}\s*[smhd]\s*$',
             'format': schemas.PRINTABLE}

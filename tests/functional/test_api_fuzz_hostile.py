@@ -297,8 +297,11 @@ def test_deep_nesting_is_refused_naming_the_field(attacker, aims, data):
 def test_huge_integers_are_refused_naming_the_field(attacker, aims, data):
     method, path, body, field = data.draw(st.sampled_from(INTEGERS))
     digits = data.draw(huge_digits)
-    number = data.draw(st.sampled_from(['9', '1', '-9'])) + '0' * (digits - 1)
     as_string = data.draw(st.booleans())
+    # A zero-padded 1 is a small number, but too long a text to convert.
+    number = data.draw(st.sampled_from(
+        ['9', '1', '-9'] + (['0', '-0'] if as_string else [])))
+    number += '0' * (digits - 1) if number[-1] != '0' else '0' * digits + '1'
     text = _dumps(_set(body, field, '@@N@@')).replace(
         '"@@N@@"', ('"%s"' if as_string else '%s') % number)
     admin = attacker.as_(api_support.ADMIN_TOKEN)
