@@ -54,6 +54,11 @@ opts = [
     cfg.IntOpt('password_length', default=12, min=8, max=255,
                help='Length of a generated rescue password, in '
                     'characters. Range 8-255; default 12.'),
+    cfg.IntOpt('max_request_body_size', default=114688, min=1,
+               help='Largest request body accepted, in bytes; a larger one '
+                    'is refused with 413 before it is read (by its '
+                    'Content-Length; a chunked body once it passes the '
+                    'limit). Range >= 1; default 114688 (112 KiB, Nova\'s).'),
     cfg.StrOpt('link_prefix',
                help='Base URL put in the links of responses, e.g. '
                     'https://compute.example.com, when a proxy in front of '
