@@ -29,7 +29,8 @@ opts = [
                                    'X-Auth-Token USER:PROJECT, admin when '
                                    'USER is admin')],
                help='How requests are authenticated. Default: keystone. '
-                    'tristate-all uses noauth.'),
+                    'tristate-all uses noauth unless a config file sets '
+                    'this option.'),
     cfg.StrOpt('noauth_default_user', default='',
                help='With auth_strategy noauth: the user of a request that '
                     'sends no X-Auth-Token ("admin" makes it an admin). '
