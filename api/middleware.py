@@ -16,7 +16,9 @@ routes: oslo.middleware's reverse-proxy headers and request body limit.
   in time).
 """
 
+import http
 import io
+import json
 import logging
 
 from oslo_config import cfg
@@ -34,11 +36,24 @@ _PASSED = 'tristate.body_limit_passed'
 BODY_READ = 'tristate.body_read'
 
 
+def _answer(start_response, code, message):
+    """A Nova fault (``faults.wsgi_response`` with the standard reason)."""
+    data = json.dumps(faults.body(code, message)).encode()
+    start_response('%d %s' % (code, http.HTTPStatus(code).phrase), [
+        ('Content-Type', 'application/json'),
+        ('Content-Length', str(len(data)))])
+    return [data]
+
+
 def _too_large(start_response, limit):
-    return faults.wsgi_response(
-        start_response, 413,
-        'Request body too large: at most %d bytes ([api] '
-        'max_request_body_size)' % limit)
+    return _answer(start_response, 413,
+                   'Request body too large: at most %d bytes ([api] '
+                   'max_request_body_size)' % limit)
+
+
+def _too_slow(start_response):
+    return _answer(start_response, 408, 'The request body did not arrive '
+                   'in time ([api] body_timeout)')
 
 
 class _ReadBody:
@@ -55,8 +70,13 @@ class _ReadBody:
         except webob.exc.HTTPRequestEntityTooLarge:
             LOG.info('Refused a chunked body over %d bytes', self.limit)
             return _too_large(start_response, self.limit)
+        except (OSError, ValueError) as err:
+            LOG.info('The body was cut short: %s', err)
+            return _too_slow(start_response)
         finally:
             environ.pop(BODY_READ, lambda: None)()
+        if len(data) < int(environ.get('CONTENT_LENGTH') or 0):
+            return _too_slow(start_response)
         environ['wsgi.input'] = io.BytesIO(data)
         environ['CONTENT_LENGTH'] = str(len(data))
         # The body is whole now: werkzeug reads CONTENT_LENGTH bytes.

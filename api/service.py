@@ -26,7 +26,8 @@ def serve(conf, client, *, host=None, port=None):
     return server_mod.ApiServer(
         app, host=conf.api.listen if host is None else host,
         port=conf.api.port if port is None else port,
-        threads=conf.api.threads).start()
+        threads=conf.api.threads,
+        limits=server_mod.Limits.from_conf(conf)).start()
 
 
 def _unset(conf, name, group):
