@@ -17,7 +17,8 @@ forever, so as many such connections as workers froze the API. Here
 * ``body_timeout``: the body (read whole by :mod:`api.middleware`) must
   arrive within it once the headers are in, else 408;
 * ``max_connections`` and ``max_connections_per_client``: connections past
-  them are answered 503 (``Retry-After``) and closed at their first request.
+  them are answered 503 (``Retry-After``) and closed at their first request;
+* the request line and headers are at most :data:`MAX_HEADER_BYTES`.
 
 A deadline is kept by :class:`_Watchdog`: a thread that shuts down the read
 side of a socket whose deadline passed, which ends the blocked read at once.
@@ -40,6 +41,9 @@ from api import faults
 from api import middleware
 
 LOG = logging.getLogger(__name__)
+# The request line and headers together, at most (cheroot answers 414 or
+# 413 past it): a Keystone token is a few hundred bytes.
+MAX_HEADER_BYTES = 64 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +96,12 @@ class _Watchdog:
     def expired(self, conn):
         with self._lock:
             return conn in self._expired
+
+    def forget(self, conn):
+        """``conn`` is closed."""
+        with self._lock:
+            self._due.pop(conn, None)
+            self._expired.discard(conn)
 
     def _run(self):
         while not self._stopped.wait(self.tick):
@@ -198,6 +208,7 @@ class _Connection(cheroot_server.HTTPConnection):
         if self.admitted:
             self.admitted = False
             self.server.admission.release(self.remote_addr)
+        self.server.watchdog.forget(self)
         super().close()
 
 
@@ -224,6 +235,7 @@ class _Server(cheroot_wsgi.Server):
     def __init__(self, *args, limits, **kwargs):
         super().__init__(*args, **kwargs)
         self.gateway = _Gateway
+        self.max_request_header_size = MAX_HEADER_BYTES
         self.limits = limits
         self.admission = _Admission(limits)
         tick = min(limits.header_timeout, limits.body_timeout) / 10

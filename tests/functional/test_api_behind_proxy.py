@@ -34,6 +34,7 @@ defaults
     timeout client 30s
     timeout server 60s
     timeout http-request 1s
+    option http-buffer-request
     option forwardfor
 frontend compute
     bind 127.0.0.1:%(front)d

@@ -68,3 +68,18 @@ def test_connections_past_max_connections_are_refused_until_one_closes():
         assert answer.startswith(b'HTTP/1.1 200 '), answer
     finally:
         server.stop()
+
+
+def test_headers_past_their_limit_are_refused():
+    server = server_mod.ApiServer(_app, host='127.0.0.1', port=0,
+                                  threads=2).start()
+    try:
+        huge = 'x' * server_mod.MAX_HEADER_BYTES
+        resp = requests.get(server.url + '/hello', timeout=10,
+                            headers={'X-Huge': huge})
+        assert resp.status_code == 413, resp.text
+        resp = requests.get(server.url + '/' + huge, timeout=10)
+        assert resp.status_code == 414, resp.text
+        assert requests.get(server.url + '/hello', timeout=10).ok
+    finally:
+        server.stop()
