@@ -99,6 +99,10 @@ class BodyLimit:
                                   group='oslo_middleware')
 
     def __call__(self, environ, start_response):
+        length = environ.get('CONTENT_LENGTH')
+        if length and not (length.isascii() and length.isdigit()):
+            return _answer(start_response, 400, 'Content-Length must be a '
+                           'whole number of bytes, not %r' % length)
         refused = []
 
         def answer(status, headers, exc_info=None):

@@ -112,3 +112,12 @@ def test_bodies_within_the_limit_are_served(server):
         base + '/servers', headers={'X-Auth-Token': token},
         timeout=30).json()['servers']]
     assert names == ['small', 'small']
+
+
+def test_a_negative_content_length_is_a_400(server):
+    with _connect(server) as sock:
+        sock.sendall(_head('POST', '/v2.1/servers', length=-5) + b'{}')
+        code, body = _answer(sock)
+    assert code == 400, body
+    assert body['badRequest']['message'] == (
+        "Content-Length must be a whole number of bytes, not '-5'")
