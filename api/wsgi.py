@@ -23,6 +23,7 @@ from api import auth
 from api import faults
 from api import jsonbody
 from api import microversion
+from api import middleware
 from api import ops
 from api import policy as policy_mod
 from api import request
@@ -53,8 +54,9 @@ def create_app(conf, client, *, policy=None):
     app.after_request(_log_request)
     app.register_error_handler(http_exceptions.HTTPException, _http_error)
     app.register_error_handler(Exception, _error)
-    app.wsgi_app = ops.wrap(auth.wrap(app.wsgi_app, conf), conf,
-                            getattr(client, 'statedb', None))
+    app.wsgi_app = middleware.wrap(
+        ops.wrap(auth.wrap(app.wsgi_app, conf), conf,
+                 getattr(client, 'statedb', None)), conf)
     return app
 
 

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(python3 python3-venv python3-dev gcc pkg-config libvirt-dev postgresql rabbitmq-server util-linux openssl
-          libvirt-daemon-system qemu-system-x86 qemu-utils)
+          libvirt-daemon-system qemu-system-x86 qemu-utils haproxy)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

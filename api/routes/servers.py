@@ -1,12 +1,12 @@
 """``/servers``: list, show, create, rename (``PUT``), delete."""
 
-import re
 from urllib import parse as urlparse
 
 import flask
 from oslo_utils import strutils
 
 from api import actions
+from api import patterns
 from api import request
 from api import schemas
 from api import views
@@ -35,11 +35,7 @@ def _filters(args):
         wanted = {s.upper() for s in args.getlist('status')}
         checks.append(lambda body: body['status'] in wanted)
     if args.get('name'):
-        try:
-            pattern = re.compile(args['name'])
-        except re.error as err:
-            raise exception.Invalid('Invalid name filter %r: %s'
-                                    % (args['name'], err)) from None
+        pattern = patterns.compile_filter('name', args['name'])
         checks.append(lambda body: pattern.search(body['name']))
     if args.get('host'):
         checks.append(

@@ -16,6 +16,7 @@ from common.conf import fake_driver
 from common.conf import leases
 from common.conf import libvirt
 from common.conf import metrics
+from common.conf import oslo_middleware
 from common.conf import quota
 from common.conf import reconcile
 from common.conf import scheduler
@@ -29,6 +30,7 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             metrics,
             quota,
             api,
+            oslo_middleware,
             libvirt,
             fake_driver)
 

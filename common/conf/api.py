@@ -29,7 +29,8 @@ opts = [
                                    'X-Auth-Token USER:PROJECT, admin when '
                                    'USER is admin')],
                help='How requests are authenticated. Default: keystone. '
-                    'tristate-all uses noauth.'),
+                    'tristate-all uses noauth unless a config file sets '
+                    'this option.'),
     cfg.StrOpt('noauth_default_user', default='',
                help='With auth_strategy noauth: the user of a request that '
                     'sends no X-Auth-Token ("admin" makes it an admin). '
@@ -54,6 +55,33 @@ opts = [
     cfg.IntOpt('password_length', default=12, min=8, max=255,
                help='Length of a generated rescue password, in '
                     'characters. Range 8-255; default 12.'),
+    cfg.IntOpt('max_request_body_size', default=114688, min=1,
+               help='Largest request body accepted, in bytes; a larger one '
+                    'is refused with 413 before it is read (by its '
+                    'Content-Length; a chunked body once it passes the '
+                    'limit). Range >= 1; default 114688 (112 KiB, Nova\'s).'),
+    cfg.IntOpt('header_timeout', default=10, min=1,
+               help='Seconds a client has to send the request line and '
+                    'headers, from its first byte; a slower one is answered '
+                    '408 and its connection closed, so that clients '
+                    'dribbling headers cannot hold the worker threads. '
+                    'Range >= 1; default 10.'),
+    cfg.IntOpt('body_timeout', default=30, min=1,
+               help='Seconds a client has to send the request body once '
+                    'its headers are in; a slower one is answered 408. '
+                    'Range >= 1; default 30.'),
+    cfg.IntOpt('max_connections', default=500, min=0,
+               help='Most connections served at once (counted from their '
+                    'first request until closed, idle keep-alive ones '
+                    'included); more are answered 503 with Retry-After and '
+                    'closed. Range >= 0; default 500; 0 means no limit.'),
+    cfg.IntOpt('max_connections_per_client', default=0, min=0,
+               help='Most connections one client address may hold (as '
+                    'max_connections counts them); more are answered 503 '
+                    'and closed. Set it below threads when clients connect '
+                    'directly; behind a reverse proxy every connection '
+                    'comes from the proxy, so leave it 0 or above the '
+                    'proxy\'s own limit. Range >= 0; default 0 (no limit).'),
     cfg.StrOpt('link_prefix',
                help='Base URL put in the links of responses, e.g. '
                     'https://compute.example.com, when a proxy in front of '

@@ -8,9 +8,11 @@ hypervisor, SQLite under ``--state-dir`` (default ~/.tristate) and an
 in-process bus (``inproc://``, :mod:`common.inproc`). ``tristate-fakevirt --state-dir
 DIR ...`` acts on the same fake hosts from another shell. With ``--demo`` it
 walks a few instances through the action table, prints what happened and
-exits; without, it serves the REST API on 127.0.0.1:PORT (default 8774,
-noauth, admin by default: ``tristate server list`` works from another shell)
-and runs until Ctrl-C.
+exits; without, it serves the REST API on 127.0.0.1:PORT (default 8774)
+and runs until Ctrl-C. Its authentication is noauth, admin by default
+(``tristate server list`` works from another shell), unless a config file
+sets ``[api] auth_strategy`` (``keystone``: every token is checked by
+keystonemiddleware, as in ``tristate-api``).
 """
 
 import logging
