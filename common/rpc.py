@@ -8,6 +8,8 @@ payloads are plain values (dicts, lists, strings), never ORM rows.
 
 import logging
 import ssl
+import threading
+import time
 import warnings
 
 from oslo_config import cfg
@@ -183,11 +185,93 @@ def describe_transport(conf, url=None):
         if group.ssl_cert_file else '')
 
 
+# A server nobody runs: the connector's call to it is dropped by the broker.
+PROBE_SERVER = 'tristate-bus-probe'
+# Publish attempts of a bounded call after the first (oslo.messaging retries
+# forever by default): a broker lost after the reply queue was made fails
+# the call within about rabbit_retry_interval seconds.
+BOUNDED_RETRY = 1
+# Seconds Bus.cleanup() waits for oslo.messaging's cleanup, which waits
+# without bound for a connection to a broker that is gone.
+CLEANUP_TIMEOUT = 5.0
+
+
+class BusUnreachable(messaging.MessageDeliveryFailure):
+    """No connection to the broker: the call was not sent."""
+
+
+class Connector:
+    """Connects a process's RPC calls to the broker in the background, so
+    that no caller waits on the broker without bound.
+
+    Why: oslo.messaging's AMQP driver makes a process's reply queue on its
+    first call, on a connection it retries forever (the client's ``retry``
+    bounds only the publish), while holding a lock that every later call,
+    and ``transport.cleanup()``, waits for. With the broker down, the first
+    call of the API never returned, and no other after it, whatever its
+    timeout (issue 20, item 12). Here a daemon thread makes that first call,
+    to a server nobody runs (the broker drops the message); a bounded call
+    waits for it at most its own timeout, then fails with
+    :class:`BusUnreachable` without having sent anything.
+    """
+
+    def __init__(self, client, where, *, clock=time.monotonic):
+        self._client = client.prepare(server=PROBE_SERVER, timeout=0.05,
+                                      retry=0)
+        self.where = where
+        self._clock = clock
+        self.since = clock()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._connect, daemon=True,
+                                        name='bus-connector')
+        self._thread.start()
+
+    @property
+    def connected(self):
+        return self._ready.is_set()
+
+    def _connect(self):
+        try:
+            self._client.call(tcontext.RequestContext(), 'bus_probe')
+        except Exception:   # noqa: S110 - any answer: the reply queue exists
+            pass
+        self._ready.set()
+        LOG.info('Connected to the message bus %s', self.where)
+
+    def problem(self):
+        """Why the bus cannot take a call now, or None: not connected yet,
+        or a message cannot be published (a cast to :data:`PROBE_SERVER`
+        with no retry, which the broker drops)."""
+        if not self.connected:
+            return 'no connection to %s for %d s' % (
+                self.where, self._clock() - self.since)
+        try:
+            self._client.cast(tcontext.RequestContext(), 'bus_probe')
+        except Exception as err:
+            return 'cannot publish to %s: %s' % (self.where, err)
+        return None
+
+    def wait(self, timeout):
+        """Seconds left of ``timeout`` once connected (at once when it is);
+        :class:`BusUnreachable` if it is not within ``timeout``, or at once
+        when it has been trying for longer than that already."""
+        started = self._clock()
+        trying = started - self.since
+        if not self._ready.wait(0 if trying > timeout else timeout):
+            raise BusUnreachable(
+                'no connection to the message bus (%s) for %d s; nothing '
+                'was sent' % (self.where, max(trying, timeout)))
+        return max(timeout - (self._clock() - started), 0.05)
+
+
 class Bus:
     """One process's view of the bus: an RPC and a notification transport."""
 
     def __init__(self, conf, url=None):
         self.conf = conf
+        self.url = url
+        self._connector = None
+        self._connector_lock = threading.Lock()
         self.transport = messaging.get_rpc_transport(
             conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
         self.notification_transport = messaging.get_notification_transport(
@@ -204,6 +288,15 @@ class Bus:
         return messaging.get_rpc_client(
             self.transport, target, version_cap=version_cap,
             serializer=self.serializer, timeout=timeout)
+
+    def connector(self, topic):
+        """This bus's :class:`Connector` (started on first use)."""
+        with self._connector_lock:
+            if self._connector is None:
+                self._connector = Connector(
+                    self.client(topic, '1.0'),
+                    describe_transport(self.conf, self.url))
+            return self._connector
 
     def server(self, topic, endpoints, *, server):
         target = messaging.Target(topic=topic, server=server)
@@ -228,7 +321,19 @@ class Bus:
             self.notification_transport, targets, endpoints,
             executor='threading', serializer=self.serializer, pool=pool)
 
-    def cleanup(self):
+    def cleanup(self, timeout=CLEANUP_TIMEOUT):
+        """Close the transports; gives up after ``timeout`` seconds (the
+        driver waits without bound for a broker that is gone: its threads
+        are daemons and end with the process)."""
+        closing = threading.Thread(target=self._cleanup, daemon=True,
+                                   name='bus-cleanup')
+        closing.start()
+        closing.join(timeout)
+        if closing.is_alive():
+            LOG.warning('The message bus did not close within %s s (is the '
+                        'broker reachable?); leaving it', timeout)
+
+    def _cleanup(self):
         self.transport.cleanup()
         if self.notification_transport is not self.transport:
             self.notification_transport.cleanup()

@@ -34,7 +34,7 @@ class AgentService:
         self.host = host or conf.host
         self.driver = driver or load_driver(conf, self.host)
         conductor = conductor_rpcapi.ConductorAPI(
-            bus, conf, timeout=conf.conductor.rpc_timeout)
+            bus, conf, timeout=conf.conductor.rpc_timeout, bounded=True)
         self.journal = journal = journal_mod.TaskJournal(os.path.join(
             conf.state_dir, 'agent', '%s-tasks.json' % self.host))
         delivered = reporter_mod.Delivered()
