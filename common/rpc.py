@@ -200,6 +200,17 @@ class BusUnreachable(messaging.MessageDeliveryFailure):
     """No connection to the broker: the call was not sent."""
 
 
+def publish_problem(client, where):
+    """Why ``client`` cannot publish now, or None: a cast with no retry to
+    :data:`PROBE_SERVER`, which nobody serves (the broker drops it)."""
+    try:
+        client.prepare(server=PROBE_SERVER, retry=0).cast(
+            tcontext.RequestContext(), 'bus_probe')
+    except Exception as err:
+        return 'cannot publish to %s: %s' % (where, err)
+    return None
+
+
 class Connector:
     """Connects a process's RPC calls to the broker in the background, so
     that no caller waits on the broker without bound.
@@ -245,11 +256,7 @@ class Connector:
         if not self.connected:
             return 'no connection to %s for %d s' % (
                 self.where, self._clock() - self.since)
-        try:
-            self._client.cast(tcontext.RequestContext(), 'bus_probe')
-        except Exception as err:
-            return 'cannot publish to %s: %s' % (self.where, err)
-        return None
+        return publish_problem(self._client, self.where)
 
     def wait(self, timeout):
         """Seconds left of ``timeout`` once connected (at once when it is);
@@ -262,6 +269,57 @@ class Connector:
                 'no connection to the message bus (%s) for %d s; nothing '
                 'was sent' % (self.where, max(trying, timeout)))
         return max(timeout - (self._clock() - started), 0.05)
+
+
+class BackgroundStart:
+    """Starts an oslo.messaging RPC server in a daemon thread.
+
+    ``server.start()`` connects to the broker, retried forever, and a
+    server whose start has not returned cannot be stopped. A daemon that
+    started it in its main thread therefore neither told systemd it was
+    ready nor handled SIGTERM while the broker was away (issue 20, items 12
+    and 13). Here the daemon goes on; :meth:`stop` stops the server if it
+    started, and leaves the thread (a daemon) otherwise.
+    """
+
+    def __init__(self, server, what, *, on_started=None):
+        self.server = server
+        self.what = what
+        self._on_started = on_started
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._start, daemon=True,
+                                        name='start-%s' % what)
+
+    @property
+    def started(self):
+        return self._started.is_set()
+
+    def start(self, *, background=True):
+        """Start (in the caller's thread, waiting for the broker, when
+        ``background`` is false)."""
+        if background:
+            self._thread.start()
+        else:
+            self._start()
+        return self
+
+    def wait(self, timeout=None):
+        return self._started.wait(timeout)
+
+    def _start(self):
+        self.server.start()
+        self._started.set()
+        LOG.info('%s is consuming from the message bus', self.what)
+        if self._on_started is not None:
+            self._on_started()
+
+    def stop(self):
+        if not self.started:
+            LOG.warning('%s never connected to the message bus: nothing to '
+                        'stop there', self.what)
+            return
+        self.server.stop()
+        self.server.wait()
 
 
 class Bus:
@@ -297,6 +355,12 @@ class Bus:
                     self.client(topic, '1.0'),
                     describe_transport(self.conf, self.url))
             return self._connector
+
+    def probe(self, topic):
+        """Why this bus cannot take a message now, or None (one connection
+        attempt, no retry: for ``tristate-manage status``)."""
+        return publish_problem(self.client(topic, '1.0'),
+                               describe_transport(self.conf, self.url))
 
     def server(self, topic, endpoints, *, server):
         target = messaging.Target(topic=topic, server=server)

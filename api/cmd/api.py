@@ -28,7 +28,7 @@ def main(argv=None):
     server = api_service.serve(conf, client)
     sdnotify.ready('serving on %s' % server.url)
     try:
-        service.wait_for_signal()
+        service.wait_for_signal(conf, 'tristate-api')
     finally:
         sdnotify.stopping()
         server.stop()

@@ -19,6 +19,7 @@ from common.conf import metrics
 from common.conf import quota
 from common.conf import reconcile
 from common.conf import scheduler
+from common.conf import shutdown
 from common.conf import upgrade_levels
 
 CONF = cfg.CONF
@@ -30,7 +31,8 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             quota,
             api,
             libvirt,
-            fake_driver)
+            fake_driver,
+            shutdown)
 
 
 def register_all(conf):
