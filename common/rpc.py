@@ -40,7 +40,7 @@ def register_opts(conf):
     from oslo_messaging._metrics import client as metrics_client
     from oslo_messaging._tracing import client as tracing_client
 
-    messaging.set_transport_defaults(control_exchange='tristate')
+    set_defaults()
     # Registering the same option twice on one ConfigOpts is a no-op.
     for group, opts in msg_opts.list_opts():
         conf.register_opts(opts, group=group)
@@ -48,6 +48,12 @@ def register_opts(conf):
                        group='oslo_messaging_metrics')
     conf.register_opts(tracing_client.oslo_messaging_tracing,
                        group='oslo_messaging_tracing')
+
+
+def set_defaults():
+    """oslo.messaging's defaults as Tristate's daemons use them (the
+    exchange ``tristate``); the sample config shows these too."""
+    messaging.set_transport_defaults(control_exchange='tristate')
 
 
 # What [oslo_messaging_rabbit] ssl_version accepts; the driver itself finds

@@ -18,6 +18,7 @@ from oslo_config import cfg
 from oslo_log import log as oslo_log
 
 from common import conf as tconf
+from common import confcheck
 from common import context as tcontext
 from common import rpc
 from common.conf import shutdown
@@ -25,8 +26,12 @@ from common.conf import shutdown
 LOG = logging.getLogger(__name__)
 
 
-def prepare(argv, *, conf=None, cli_opts=(), description=None):
-    """Register options, parse ``argv`` and config files, set up logging."""
+def prepare(argv, *, conf=None, cli_opts=(), description=None,
+            requires=()):
+    """Register options, parse ``argv`` and config files, refuse to start
+    on any problem (``requires``: the optional packages the daemon may
+    need, keys of :data:`common.confcheck.REQUIRES`), set up logging, warn
+    about options and sections nothing reads."""
     conf = conf or tconf.CONF
     tcontext.set_log_defaults()
     oslo_log.register_options(conf)
@@ -35,7 +40,8 @@ def prepare(argv, *, conf=None, cli_opts=(), description=None):
         conf.register_cli_opt(opt)
     conf(sys.argv[1:] if argv is None else argv, project='tristate',
          description=description)
-    problems = config_problems(conf)
+    problems = config_problems(conf) + confcheck.dependency_problems(
+        conf, requires)
     if problems:
         # Before anything starts: a bad value found later would stop a
         # daemon in the middle of its work.
@@ -44,21 +50,25 @@ def prepare(argv, *, conf=None, cli_opts=(), description=None):
                      '  ' + p for p in problems)))
     SIGNALS.install()
     oslo_log.setup(conf, 'tristate')
+    for line in confcheck.unknown_options(conf):
+        LOG.warning('Configuration: %s', line)
     return conf
 
 
 def config_problems(conf):
     """Every option whose value does not parse or is out of range, every
-    required option left unset, and RabbitMQ TLS settings that cannot work
-    (:func:`common.rpc.tls_problems`): ``[group] name: why`` (the why names
-    the file or path and what was expected)."""
+    required option left unset, values Tristate parses itself
+    (:func:`common.confcheck.value_problems`) and RabbitMQ TLS settings
+    that cannot work (:func:`common.rpc.tls_problems`): ``[group] name:
+    why`` (the why names the file or path and what was expected)."""
     problems = []
     for key in sorted(conf):
         if isinstance(getattr(conf, key, None), cfg.ConfigOpts.GroupAttr):
             problems.extend(_group_problems(conf, key))
         else:
             problems.extend(_read(conf, 'DEFAULT', key, conf))
-    return problems + rpc.tls_problems(conf)
+    return (problems + confcheck.value_problems(conf)
+            + rpc.tls_problems(conf))
 
 
 def _group_problems(conf, group):

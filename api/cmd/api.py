@@ -21,7 +21,8 @@ LOG = logging.getLogger(__name__)
 
 
 def main(argv=None):
-    conf = service.prepare(argv, description='Tristate REST API')
+    conf = service.prepare(argv, description='Tristate REST API',
+                           requires=('database', 'keystone'))
     statedb = db_api.StateDB(engine.Database.from_conf(conf))
     bus = rpc.Bus(conf)
     client = api_service.make_client(conf, bus, statedb)

@@ -25,7 +25,8 @@ def _machine_stopping():
 
 
 def main(argv=None):
-    conf = service.prepare(argv, description='Tristate compute agent')
+    conf = service.prepare(argv, description='Tristate compute agent',
+                           requires=('libvirt',))
     bus = rpc.Bus(conf)
     agent = agent_service.AgentService(conf, bus)
     what = 'compute agent %s (%s driver)' % (agent.host, agent.driver.name)

@@ -181,7 +181,8 @@ def _choose_driver(conf):
 def main(argv=None):
     conf = service.prepare(argv, cli_opts=CLI_OPTS,
                            description='The whole Tristate control plane in '
-                                       'one process, on a fake hypervisor.')
+                                       'one process, on a fake hypervisor.',
+                           requires=('database', 'libvirt'))
     if conf.cli_state_dir:
         conf.set_override('state_dir', conf.cli_state_dir)
     if conf.transport_url in (None, 'rabbit://'):     # the library's default

@@ -40,7 +40,8 @@ def _wait_for_database(conductor):
 
 
 def main(argv=None):
-    conf = service.prepare(argv, description='Tristate conductor')
+    conf = service.prepare(argv, description='Tristate conductor',
+                           requires=('database',))
     statedb = conductor_service.make_statedb(conf)
     bus = rpc.Bus(conf)
     conductor = conductor_service.ConductorService(conf, bus, statedb)
