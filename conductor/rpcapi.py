@@ -68,16 +68,18 @@ class ConductorAPI:
             self.timeout = timeout
             self.connector = bus.connector(conf.conductor.topic)
 
-    def _prepare(self, version):
+    def prepare(self, **kwargs):
+        """``client.prepare(**kwargs)``, bounded as this client is (see
+        above): what :class:`conductor.leases.rpcapi.LeaseAPI` calls with."""
         if self.connector is None:
-            return self.client.prepare(version=version)
+            return self.client.prepare(**kwargs)
         left = self.connector.wait(self.timeout)
-        return self.client.prepare(version=version, timeout=left,
-                                   retry=rpc.BOUNDED_RETRY)
+        return self.client.prepare(timeout=left, retry=rpc.BOUNDED_RETRY,
+                                   **kwargs)
 
     def _call(self, ctx, method, version=BASE_VERSION, **kwargs):
         try:
-            return self._prepare(version).call(ctx, method, **kwargs)
+            return self.prepare(version=version).call(ctx, method, **kwargs)
         except exception.TristateError as err:
             # oslo.messaging appends the server's traceback to str(err);
             # callers get the same error, with its message alone.

@@ -146,9 +146,20 @@ def test_each_daemon_stops_after_its_broker_was_killed(daemon, own_broker):
         assert time.monotonic() < deadline, api.output()[-3000:]
         time.sleep(0.2)
 
+    health = requests.get('http://127.0.0.1:%d/healthcheck' % api.port,
+                          timeout=30)
+    assert health.status_code == 200, health.text
+    assert 'message bus OK' in health.text.splitlines()
+
     kill()
     resp, seconds = _ask_the_api(api)
     assert resp.status_code == 503, resp.text
     assert seconds < RPC_TIMEOUT + 3, seconds
+    started = time.monotonic()
+    health = requests.get('http://127.0.0.1:%d/healthcheck' % api.port,
+                          timeout=30)
+    assert health.status_code == 503, health.text
+    assert 'message bus unavailable' in health.text.splitlines()
+    assert time.monotonic() - started < RPC_TIMEOUT
     for proc in procs.values():
         _stops_in_time(proc)

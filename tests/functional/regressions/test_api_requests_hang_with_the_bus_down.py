@@ -66,12 +66,14 @@ def _timed(app, path, **kwargs):
     return (answer[0] if answer else None), time.monotonic() - started
 
 
-def test_a_request_needing_the_bus_answers_503_within_rpc_timeout(down):
+@pytest.mark.parametrize('path', ['/v2.1/servers', '/v2.1/leases'])
+def test_a_request_needing_the_bus_answers_503_within_rpc_timeout(down,
+                                                                  path):
     app, _statedb = down
     for _ in range(2):      # the first, and one while the broker stays away
-        resp, seconds = _timed(app, '/v2.1/servers')
-        assert resp is not None, 'GET /servers did not answer in %d s' % (
-            3 * RPC_TIMEOUT)
+        resp, seconds = _timed(app, path)
+        assert resp is not None, 'GET %s did not answer in %d s' % (
+            path, 3 * RPC_TIMEOUT)
         assert resp.status_code == 503, resp.get_data(as_text=True)
         assert seconds < RPC_TIMEOUT + 1.5
         assert resp.headers['Retry-After'].isdigit()
