@@ -21,6 +21,7 @@ import difflib
 import importlib
 import importlib.util
 import os
+import re
 
 from oslo_config import cfg
 import stevedore
@@ -50,7 +51,20 @@ def value_problems(conf):
                 for p in flavors_mod.problems(entries)]
     problems.extend('[conductor] task_timeouts: %s' % p
                     for p in _timeout_problems(timeouts))
-    return problems
+    return problems + _version_problems(conf)
+
+
+def _version_problems(conf):
+    """``[upgrade_levels]``: a version N.N, as oslo.messaging compares."""
+    try:
+        caps = {'conductor': conf.upgrade_levels.conductor,
+                'compute': conf.upgrade_levels.compute}
+    except (cfg.Error, AttributeError):
+        return []
+    return ['[upgrade_levels] %s: %r is not an RPC API version; expected '
+            'MAJOR.MINOR, e.g. 1.0' % (name, value)
+            for name, value in caps.items()
+            if value and not re.fullmatch(r'\d+\.\d+', value)]
 
 
 def _timeout_problems(timeouts):

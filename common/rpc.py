@@ -56,6 +56,29 @@ def set_defaults():
     messaging.set_transport_defaults(control_exchange='tristate')
 
 
+def transport_problems(conf):
+    """What is wrong with ``transport_url`` (a driver oslo.messaging does
+    not have, a port that is not a number): ``[DEFAULT] transport_url:
+    why``, never with the password. Found otherwise when the daemon first
+    uses the bus, in a traceback."""
+    from importlib import metadata
+    try:
+        url = conf.transport_url
+    except (cfg.Error, AttributeError):
+        return []
+    try:
+        parsed = messaging.TransportURL.parse(conf, url)
+    except (ValueError, messaging.InvalidTransportURL) as err:
+        return ['[DEFAULT] transport_url: not a transport URL (%s); expected '
+                'e.g. rabbit://USER:PASS@HOST:5672/' % err]
+    drivers = sorted(e.name for e in metadata.entry_points(
+        group='oslo.messaging.drivers'))
+    if parsed.transport.split('+')[0] not in drivers:
+        return ['[DEFAULT] transport_url: no oslo.messaging driver %r; '
+                'expected one of %s' % (parsed.transport, ', '.join(drivers))]
+    return []
+
+
 # What [oslo_messaging_rabbit] ssl_version accepts; the driver itself finds
 # a bad value only when it connects, after the daemon has started.
 SSL_VERSIONS = ('tlsv1', 'tlsv1_1', 'tlsv1_2', 'sslv23')

@@ -68,7 +68,7 @@ def config_problems(conf):
         else:
             problems.extend(_read(conf, 'DEFAULT', key, conf))
     return (problems + confcheck.value_problems(conf)
-            + rpc.tls_problems(conf))
+            + rpc.transport_problems(conf) + rpc.tls_problems(conf))
 
 
 def _group_problems(conf, group):

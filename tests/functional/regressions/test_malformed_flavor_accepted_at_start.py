@@ -44,3 +44,19 @@ def test_a_malformed_flavor_stops_the_start_one_line_per_entry(tmp_path):
     assert any("'bild' is not an action" in line for line in timeouts)
     assert any('build:abc: expected whole seconds' in line
                for line in timeouts)
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('[upgrade_levels]\nconductor = one\n',
+     "[upgrade_levels] conductor: 'one' is not an RPC API version"),
+    ('[DEFAULT]\ntransport_url = rabit://u:secret@h:5672/\n',
+     "[DEFAULT] transport_url: no oslo.messaging driver 'rabit'"),
+    ('[DEFAULT]\ntransport_url = rabbit://u:secret@h:amqp/\n',
+     '[DEFAULT] transport_url: not a transport URL'),
+])
+def test_other_values_parsed_later_are_checked_at_start_too(tmp_path, text,
+                                                            expected):
+    with pytest.raises(SystemExit) as stop:
+        _prepare(tmp_path, text)
+    assert expected in str(stop.value.code)
+    assert 'secret' not in str(stop.value.code)
