@@ -51,6 +51,7 @@ class Daemon:
         self.notify.bind(str(path / ('%s.notify' % binary)))
         self.out = path / ('%s.out' % binary)
         self.proc = None
+        self.seen = []          # every notification received, in order
 
     def start(self):
         code = 'import sys; from %s import main; sys.exit(main())' % (
@@ -82,8 +83,23 @@ class Daemon:
                            seen, self.output()[-3000:])) from None
                 continue
             seen.append(text)
+            self.seen.append(text)
             if text.startswith(starting):
                 return text
+
+    def wait_for_text(self, text, timeout):
+        """Wait until a notification received so far or from now on
+        contains ``text``."""
+        deadline = time.monotonic() + timeout
+        while not any(text in seen for seen in self.seen):
+            left = deadline - time.monotonic()
+            assert left > 0, '%s: no %r in %r' % (self.binary, text,
+                                                   self.seen)
+            self.notify.settimeout(min(left, 0.5))
+            try:
+                self.seen.append(self.notify.recv(65536).decode())
+            except TimeoutError:
+                continue
 
     def terminate(self):
         """SIGTERM; (exit status, seconds it took to exit), or (None, the

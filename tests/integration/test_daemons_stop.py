@@ -140,6 +140,8 @@ def test_each_daemon_stops_after_its_broker_was_killed(daemon, own_broker):
     procs = {binary: daemon(binary, url) for binary in BINARIES}
     for proc in procs.values():
         proc.message('READY=1', START)
+    for binary in ('tristate-conductor', 'tristate-compute-agent'):
+        procs[binary].wait_for_text('message bus connected', START)
     api = procs['tristate-api']
     deadline = time.monotonic() + START
     while _ask_the_api(api)[0].status_code != 200:     # the conductor answers
