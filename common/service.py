@@ -40,19 +40,28 @@ def prepare(argv, *, conf=None, cli_opts=(), description=None,
         conf.register_cli_opt(opt)
     conf(sys.argv[1:] if argv is None else argv, project='tristate',
          description=description)
-    problems = config_problems(conf) + confcheck.dependency_problems(
-        conf, requires)
+    _refuse(conf, config_problems(conf) + confcheck.dependency_problems(
+        conf, requires))
+    SIGNALS.install()
+    oslo_log.setup(conf, 'tristate')
+    for line in confcheck.unknown_options(conf):
+        LOG.warning('Configuration: %s', line)
+    return conf
+
+
+def check_requires(conf, requires):
+    """Exit as :func:`prepare` does if an optional package ``requires``
+    names is missing: for a choice made after it (a command-line override)."""
+    _refuse(conf, confcheck.dependency_problems(conf, requires))
+
+
+def _refuse(conf, problems):
     if problems:
         # Before anything starts: a bad value found later would stop a
         # daemon in the middle of its work.
         sys.exit('%s: invalid configuration, nothing was started:\n%s'
                  % (conf.prog or 'tristate', '\n'.join(
                      '  ' + p for p in problems)))
-    SIGNALS.install()
-    oslo_log.setup(conf, 'tristate')
-    for line in confcheck.unknown_options(conf):
-        LOG.warning('Configuration: %s', line)
-    return conf
 
 
 def config_problems(conf):

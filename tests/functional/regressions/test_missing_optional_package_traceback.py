@@ -59,3 +59,16 @@ def test_one_line_naming_the_package_not_a_traceback(tmp_path, binary,
     for words in expected:
         assert words in problems[0], problems[0]
     assert 'u:p@' not in done.stderr        # never the password
+
+
+def test_tristate_all_with_the_libvirt_driver_chosen_on_its_command_line(
+        tmp_path):
+    code = ("import sys; sys.modules['libvirt'] = None; "
+            "from conductor.cmd.all import main; sys.exit(main())")
+    done = subprocess.run(
+        [sys.executable, '-c', code, '--state-dir', str(tmp_path),
+         '--driver', 'libvirt'], capture_output=True, text=True,
+        timeout=120, check=False, cwd=daemon_support.SOURCE_ROOT)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert 'Traceback' not in done.stderr, done.stderr[-3000:]
+    assert 'pip install libvirt-python' in done.stderr
