@@ -2,8 +2,13 @@
 
 * ``/healthcheck``: oslo.middleware's healthcheck (its ``[healthcheck]``
   options apply: ``detailed``, ``backends`` such as ``disable_by_file``),
-  plus a check that the database answers. 200 when every check passes, 503
-  otherwise; a load balancer takes an API whose database is gone out.
+  plus two checks of its own, each with its line: the database answers
+  (:class:`DatabaseCheck`) and the message bus takes a message
+  (:class:`BusCheck`). 200 when every check passes, 503 otherwise; a load
+  balancer takes an API whose database or bus is gone out. A request that
+  sends an admin's X-Auth-Token gets the detailed view (each check's
+  details, the process's threads) whatever ``[healthcheck] detailed`` says;
+  a bad token gets 401, no token or a member's the summary.
 * ``/metrics``: the Prometheus scrape (:mod:`common.metrics`), when
   ``[metrics] enabled`` (on by default for the API).
 
@@ -17,6 +22,7 @@ from oslo_middleware import healthcheck
 from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
 
+from api import auth
 from common import metrics
 
 LOG = logging.getLogger(__name__)
@@ -44,6 +50,26 @@ class DatabaseCheck(pluginbase.HealthcheckBaseExtension):
                                             reason='database OK')
 
 
+class BusCheck(pluginbase.HealthcheckBaseExtension):
+    """Available when this API is connected to the broker and a message can
+    be published now (:meth:`common.rpc.Connector.problem`): nothing waits
+    on a broker that is gone."""
+
+    def __init__(self, connector):
+        self.connector = connector
+
+    def healthcheck(self, server_port):
+        problem = self.connector.problem()
+        if problem:
+            LOG.warning('Health check: the message bus is unavailable: %s',
+                        problem)
+            return pluginbase.HealthcheckResult(
+                available=False, reason='message bus unavailable',
+                details=problem)
+        return pluginbase.HealthcheckResult(available=True,
+                                            reason='message bus OK')
+
+
 class _Extension:
     """What the middleware reads of a stevedore extension: ``obj``."""
 
@@ -53,17 +79,43 @@ class _Extension:
 
 class Healthcheck(healthcheck.Healthcheck):
     """oslo.middleware's healthcheck application with :class:`DatabaseCheck`
-    after the backends ``[healthcheck] backends`` names (none by default)."""
+    and :class:`BusCheck` after the backends ``[healthcheck] backends``
+    names (none by default); ``detailed`` forces the detailed view."""
 
-    def __init__(self, conf, statedb):
+    def __init__(self, conf, statedb, connector=None, *, detailed=False):
         super().__init__(None, conf)
         mine = [_Extension(DatabaseCheck(statedb))] if statedb else []
+        if connector is not None:
+            mine.append(_Extension(BusCheck(connector)))
         self._backends = list(self._backends) + mine
+        if detailed:
+            self._show_details = True
 
 
-def wrap(app, conf, statedb):
-    """``app`` with ``/healthcheck`` and (if enabled) ``/metrics`` in front."""
-    routes = {HEALTHCHECK_PATH: Healthcheck(conf, statedb)}
+def _healthcheck(conf, statedb, connector):
+    """The summary, or the detailed view for a caller whose token is an
+    admin's (checked by the API's own authentication)."""
+    summary = Healthcheck(conf, statedb, connector)
+    detailed = Healthcheck(conf, statedb, connector, detailed=True)
+
+    def by_caller(environ, start_response):
+        ctx = environ.get(auth.ENV_CONTEXT)
+        view = detailed if ctx is not None and ctx.is_admin else summary
+        return view(environ, start_response)
+    authenticated = auth.wrap(by_caller, conf)
+
+    def route(environ, start_response):
+        if environ.get('HTTP_X_AUTH_TOKEN'):
+            return authenticated(environ, start_response)
+        return summary(environ, start_response)
+    return route
+
+
+def wrap(app, conf, statedb, connector=None):
+    """``app`` with ``/healthcheck`` and (if enabled) ``/metrics`` in
+    front; ``connector`` is the API client's bus connector (none: the bus
+    is not checked)."""
+    routes = {HEALTHCHECK_PATH: _healthcheck(conf, statedb, connector)}
     if metrics.enabled(conf, default=True):
         routes[METRICS_PATH] = metrics.wsgi_app(statedb, conf)
 

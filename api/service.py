@@ -17,7 +17,7 @@ def make_client(conf, bus, statedb):
     """The conductor client of the API tier: it has ``statedb``, so its
     hard delete is a database UPDATE made here (works with the bus down)."""
     return rpcapi.ConductorAPI(bus, conf, statedb=statedb,
-                               timeout=conf.api.rpc_timeout)
+                               timeout=conf.api.rpc_timeout, bounded=True)
 
 
 def serve(conf, client, *, host=None, port=None):

@@ -36,6 +36,8 @@ from api.routes import versions
 
 LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADERS = ('X-OpenStack-Request-ID', 'X-Compute-Request-ID')
+# Seconds a client is asked to wait before trying a 503 again.
+RETRY_AFTER = 5
 _UNVERSIONED = frozenset({'/', '/v2.1', '/v2.1/'})
 
 
@@ -56,7 +58,8 @@ def create_app(conf, client, *, policy=None):
     app.register_error_handler(Exception, _error)
     app.wsgi_app = middleware.wrap(
         ops.wrap(auth.wrap(app.wsgi_app, conf), conf,
-                 getattr(client, 'statedb', None)), conf)
+                 getattr(client, 'statedb', None),
+                 getattr(client, 'connector', None)), conf)
     return app
 
 
@@ -71,6 +74,8 @@ def _response_headers(response):
     version = flask.g.get('version')
     if version is not None:
         response.headers.update(microversion.response_headers(version))
+    if response.status_code == 503:
+        response.headers.setdefault('Retry-After', str(RETRY_AFTER))
     ctx = flask.request.environ.get(auth.ENV_CONTEXT)
     if ctx is not None:
         for header in REQUEST_ID_HEADERS:

@@ -45,3 +45,24 @@ def get(conf, name):
 def of_instance(inst):
     return Flavor(inst['flavor_name'], inst['vcpus'], inst['memory_mb'],
                   inst['disk_gb'])
+
+
+def problems(definitions):
+    """What is wrong with ``[conductor] flavors``, one string per entry
+    (none when every entry is NAME:VCPUS:MEMORY_MB:DISK_GB with VCPUS and
+    MEMORY_MB >= 1, DISK_GB >= 0, and names unique)."""
+    found, seen = [], set()
+    for text in definitions:
+        parts = text.split(':')
+        numbers = parts[1:]
+        if (len(parts) != 4 or not parts[0]
+                or not all(n.isdigit() for n in numbers)
+                or int(numbers[0]) < 1 or int(numbers[1]) < 1):
+            found.append('%r: expected NAME:VCPUS:MEMORY_MB:DISK_GB, whole '
+                         'numbers, VCPUS and MEMORY_MB >= 1, DISK_GB >= 0'
+                         % text)
+        elif parts[0] in seen:
+            found.append('%r: flavor %s is defined twice' % (text, parts[0]))
+        else:
+            seen.add(parts[0])
+    return found

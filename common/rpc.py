@@ -8,6 +8,8 @@ payloads are plain values (dicts, lists, strings), never ORM rows.
 
 import logging
 import ssl
+import threading
+import time
 import warnings
 
 from oslo_config import cfg
@@ -38,7 +40,7 @@ def register_opts(conf):
     from oslo_messaging._metrics import client as metrics_client
     from oslo_messaging._tracing import client as tracing_client
 
-    messaging.set_transport_defaults(control_exchange='tristate')
+    set_defaults()
     # Registering the same option twice on one ConfigOpts is a no-op.
     for group, opts in msg_opts.list_opts():
         conf.register_opts(opts, group=group)
@@ -46,6 +48,35 @@ def register_opts(conf):
                        group='oslo_messaging_metrics')
     conf.register_opts(tracing_client.oslo_messaging_tracing,
                        group='oslo_messaging_tracing')
+
+
+def set_defaults():
+    """oslo.messaging's defaults as Tristate's daemons use them (the
+    exchange ``tristate``); the sample config shows these too."""
+    messaging.set_transport_defaults(control_exchange='tristate')
+
+
+def transport_problems(conf):
+    """What is wrong with ``transport_url`` (a driver oslo.messaging does
+    not have, a port that is not a number): ``[DEFAULT] transport_url:
+    why``, never with the password. Found otherwise when the daemon first
+    uses the bus, in a traceback."""
+    from importlib import metadata
+    try:
+        url = conf.transport_url
+    except (cfg.Error, AttributeError):
+        return []
+    try:
+        parsed = messaging.TransportURL.parse(conf, url)
+    except (ValueError, messaging.InvalidTransportURL) as err:
+        return ['[DEFAULT] transport_url: not a transport URL (%s); expected '
+                'e.g. rabbit://USER:PASS@HOST:5672/' % err]
+    drivers = sorted(e.name for e in metadata.entry_points(
+        group='oslo.messaging.drivers'))
+    if parsed.transport.split('+')[0] not in drivers:
+        return ['[DEFAULT] transport_url: no oslo.messaging driver %r; '
+                'expected one of %s' % (parsed.transport, ', '.join(drivers))]
+    return []
 
 
 # What [oslo_messaging_rabbit] ssl_version accepts; the driver itself finds
@@ -183,11 +214,151 @@ def describe_transport(conf, url=None):
         if group.ssl_cert_file else '')
 
 
+# A server nobody runs: the connector's call to it is dropped by the broker.
+PROBE_SERVER = 'tristate-bus-probe'
+# Publish attempts of a bounded call after the first (oslo.messaging retries
+# forever by default): a broker lost after the reply queue was made fails
+# the call within about rabbit_retry_interval seconds.
+BOUNDED_RETRY = 1
+# Seconds Bus.cleanup() waits for oslo.messaging's cleanup, which waits
+# without bound for a connection to a broker that is gone.
+CLEANUP_TIMEOUT = 5.0
+
+
+class BusUnreachable(messaging.MessageDeliveryFailure):
+    """No connection to the broker: the call was not sent."""
+
+
+def publish_problem(client, where):
+    """Why ``client`` cannot publish now, or None: a cast with no retry to
+    :data:`PROBE_SERVER`, which nobody serves (the broker drops it)."""
+    try:
+        client.prepare(server=PROBE_SERVER, retry=0).cast(
+            tcontext.RequestContext(), 'bus_probe')
+    except Exception as err:
+        return 'cannot publish to %s: %s' % (where, err)
+    return None
+
+
+class Connector:
+    """Connects a process's RPC calls to the broker in the background, so
+    that no caller waits on the broker without bound.
+
+    Why: oslo.messaging's AMQP driver makes a process's reply queue on its
+    first call, on a connection it retries forever (the client's ``retry``
+    bounds only the publish), while holding a lock that every later call,
+    and ``transport.cleanup()``, waits for. With the broker down, the first
+    call of the API never returned, and no other after it, whatever its
+    timeout (issue 20, item 12). Here a daemon thread makes that first call,
+    to a server nobody runs (the broker drops the message); a bounded call
+    waits for it at most its own timeout, then fails with
+    :class:`BusUnreachable` without having sent anything.
+    """
+
+    def __init__(self, client, where, *, clock=time.monotonic):
+        self._client = client.prepare(server=PROBE_SERVER, timeout=0.05,
+                                      retry=0)
+        self.where = where
+        self._clock = clock
+        self.since = clock()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._connect, daemon=True,
+                                        name='bus-connector')
+        self._thread.start()
+
+    @property
+    def connected(self):
+        return self._ready.is_set()
+
+    def _connect(self):
+        try:
+            self._client.call(tcontext.RequestContext(), 'bus_probe')
+        except Exception:   # noqa: S110 - any answer: the reply queue exists
+            pass
+        self._ready.set()
+        LOG.info('Connected to the message bus %s', self.where)
+
+    def problem(self):
+        """Why the bus cannot take a call now, or None: not connected yet,
+        or a message cannot be published (a cast to :data:`PROBE_SERVER`
+        with no retry, which the broker drops)."""
+        if not self.connected:
+            return 'no connection to %s for %d s' % (
+                self.where, self._clock() - self.since)
+        return publish_problem(self._client, self.where)
+
+    def wait(self, timeout):
+        """Seconds left of ``timeout`` once connected (at once when it is);
+        :class:`BusUnreachable` if it is not within ``timeout``, or at once
+        when it has been trying for longer than that already."""
+        started = self._clock()
+        trying = started - self.since
+        if not self._ready.wait(0 if trying > timeout else timeout):
+            raise BusUnreachable(
+                'no connection to the message bus (%s) for %d s; nothing '
+                'was sent' % (self.where, max(trying, timeout)))
+        return max(timeout - (self._clock() - started), 0.05)
+
+
+class BackgroundStart:
+    """Starts an oslo.messaging RPC server in a daemon thread.
+
+    ``server.start()`` connects to the broker, retried forever, and a
+    server whose start has not returned cannot be stopped. A daemon that
+    started it in its main thread therefore neither told systemd it was
+    ready nor handled SIGTERM while the broker was away (issue 20, items 12
+    and 13). Here the daemon goes on; :meth:`stop` stops the server if it
+    started, and leaves the thread (a daemon) otherwise.
+    """
+
+    def __init__(self, server, what, *, on_started=None):
+        self.server = server
+        self.what = what
+        self._on_started = on_started
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._start, daemon=True,
+                                        name='start-%s' % what)
+
+    @property
+    def started(self):
+        return self._started.is_set()
+
+    def start(self, *, background=True):
+        """Start (in the caller's thread, waiting for the broker, when
+        ``background`` is false)."""
+        if background:
+            self._thread.start()
+        else:
+            self._start()
+        return self
+
+    def wait(self, timeout=None):
+        return self._started.wait(timeout)
+
+    def _start(self):
+        self.server.start()
+        self._started.set()
+        LOG.info('%s is consuming from the message bus', self.what)
+        if self._on_started is not None:
+            self._on_started()
+
+    def stop(self):
+        if not self.started:
+            LOG.warning('%s never connected to the message bus: nothing to '
+                        'stop there', self.what)
+            return
+        self.server.stop()
+        self.server.wait()
+
+
 class Bus:
     """One process's view of the bus: an RPC and a notification transport."""
 
     def __init__(self, conf, url=None):
         self.conf = conf
+        self.url = url
+        self._connector = None
+        self._connector_lock = threading.Lock()
         self.transport = messaging.get_rpc_transport(
             conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
         self.notification_transport = messaging.get_notification_transport(
@@ -204,6 +375,21 @@ class Bus:
         return messaging.get_rpc_client(
             self.transport, target, version_cap=version_cap,
             serializer=self.serializer, timeout=timeout)
+
+    def connector(self, topic):
+        """This bus's :class:`Connector` (started on first use)."""
+        with self._connector_lock:
+            if self._connector is None:
+                self._connector = Connector(
+                    self.client(topic, '1.0'),
+                    describe_transport(self.conf, self.url))
+            return self._connector
+
+    def probe(self, topic):
+        """Why this bus cannot take a message now, or None (one connection
+        attempt, no retry: for ``tristate-manage status``)."""
+        return publish_problem(self.client(topic, '1.0'),
+                               describe_transport(self.conf, self.url))
 
     def server(self, topic, endpoints, *, server):
         target = messaging.Target(topic=topic, server=server)
@@ -228,7 +414,19 @@ class Bus:
             self.notification_transport, targets, endpoints,
             executor='threading', serializer=self.serializer, pool=pool)
 
-    def cleanup(self):
+    def cleanup(self, timeout=CLEANUP_TIMEOUT):
+        """Close the transports; gives up after ``timeout`` seconds (the
+        driver waits without bound for a broker that is gone: its threads
+        are daemons and end with the process)."""
+        closing = threading.Thread(target=self._cleanup, daemon=True,
+                                   name='bus-cleanup')
+        closing.start()
+        closing.join(timeout)
+        if closing.is_alive():
+            LOG.warning('The message bus did not close within %s s (is the '
+                        'broker reachable?); leaving it', timeout)
+
+    def _cleanup(self):
         self.transport.cleanup()
         if self.notification_transport is not self.transport:
             self.notification_transport.cleanup()

@@ -4,6 +4,7 @@ its RPC server on ``[compute] topic`` with ``server=<host>``."""
 import logging
 import os
 
+from common import rpc
 from compute_agent import journal as journal_mod
 from compute_agent import manager as manager_mod
 from compute_agent import reporter as reporter_mod
@@ -34,7 +35,7 @@ class AgentService:
         self.host = host or conf.host
         self.driver = driver or load_driver(conf, self.host)
         conductor = conductor_rpcapi.ConductorAPI(
-            bus, conf, timeout=conf.conductor.rpc_timeout)
+            bus, conf, timeout=conf.conductor.rpc_timeout, bounded=True)
         self.journal = journal = journal_mod.TaskJournal(os.path.join(
             conf.state_dir, 'agent', '%s-tasks.json' % self.host))
         delivered = reporter_mod.Delivered()
@@ -47,8 +48,14 @@ class AgentService:
         self.server = bus.server(conf.compute.topic, [self.manager],
                                  server=self.host)
 
-    def start(self):
-        self.server.start()
+    def start(self, *, wait_for_bus=True, on_bus=None):
+        """Start consuming and reporting. With ``wait_for_bus`` false (the
+        daemon), the RPC server connects in the background
+        (:class:`common.rpc.BackgroundStart`) and ``on_bus`` is called once
+        it consumes; reports fail fast until the bus is back."""
+        self.starter = rpc.BackgroundStart(
+            self.server, 'Compute agent %s' % self.host,
+            on_started=on_bus).start(background=not wait_for_bus)
         self.reporter.start()
         LOG.info('Compute agent %s started (%s driver)', self.host,
                  self.driver.name)
@@ -63,11 +70,13 @@ class AgentService:
     def stop(self):
         self.manager.stop()
         self.reporter.stop()
-        self.server.stop()
+        if self.starter.started:
+            self.server.stop()
         # Before wait(): it wakes driver calls that hang, which wait() would
         # otherwise wait for (until [fake_driver] hang_timeout, an hour).
         self.driver.cleanup_host()
-        self.server.wait()
+        if self.starter.started:
+            self.server.wait()
         left = self.manager.wait(STOP_WAIT)
         if left:
             LOG.warning('Compute agent %s stops with %d task(s) still running '

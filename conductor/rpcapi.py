@@ -50,18 +50,36 @@ class ConductorAPI:
     delete's UPDATE itself and never waits for the bus (DESIGN.md section 4),
     and :meth:`get_instance` reads the row itself.
     Agents have no database access and pass nothing.
+
+    ``bounded`` (with a ``timeout``): every call answers or fails within
+    ``timeout`` seconds, bus or no bus (:class:`common.rpc.Connector`;
+    :class:`common.rpc.BusUnreachable` when the broker cannot be reached),
+    as the API tier promises its clients a 503 after ``[api] rpc_timeout``.
     """
 
-    def __init__(self, bus, conf, *, statedb=None, timeout=None):
+    def __init__(self, bus, conf, *, statedb=None, timeout=None,
+                 bounded=False):
         self.statedb = statedb
         self.client = bus.client(conf.conductor.topic, BASE_VERSION,
                                  version_cap=conf.upgrade_levels.conductor,
                                  timeout=timeout)
+        self.connector = None
+        if bounded and timeout is not None:
+            self.timeout = timeout
+            self.connector = bus.connector(conf.conductor.topic)
+
+    def prepare(self, **kwargs):
+        """``client.prepare(**kwargs)``, bounded as this client is (see
+        above): what :class:`conductor.leases.rpcapi.LeaseAPI` calls with."""
+        if self.connector is None:
+            return self.client.prepare(**kwargs)
+        left = self.connector.wait(self.timeout)
+        return self.client.prepare(timeout=left, retry=rpc.BOUNDED_RETRY,
+                                   **kwargs)
 
     def _call(self, ctx, method, version=BASE_VERSION, **kwargs):
         try:
-            return self.client.prepare(version=version).call(ctx, method,
-                                                             **kwargs)
+            return self.prepare(version=version).call(ctx, method, **kwargs)
         except exception.TristateError as err:
             # oslo.messaging appends the server's traceback to str(err);
             # callers get the same error, with its message alone.

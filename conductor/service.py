@@ -3,6 +3,7 @@ results, the RPC server and the periodic jobs."""
 
 import logging
 
+from common import rpc
 from common import version
 from common.db import api as db_api
 from common.db import quotas
@@ -57,8 +58,15 @@ class ConductorService:
             version=version.package_version(), started_at=self.started_at)
         return True
 
-    def start(self, *, periodic_jobs=True):
-        self.server.start()
+    def start(self, *, periodic_jobs=True, wait_for_bus=True,
+              on_bus=None):
+        """Start consuming, the heartbeat and the periodic jobs. With
+        ``wait_for_bus`` false (the daemon), the RPC server connects in the
+        background (:class:`common.rpc.BackgroundStart`), ``on_bus`` is
+        called once it consumes, and this returns at once."""
+        self.starter = rpc.BackgroundStart(
+            self.server, 'Conductor %s' % self.host,
+            on_started=on_bus).start(background=not wait_for_bus)
         try:
             self.beat()
         except Exception:       # the periodic loop tries again
@@ -73,8 +81,7 @@ class ConductorService:
         self.periodic.stop()
         self.leases.periodic.stop()
         self.flows.delivery.stop()
-        self.server.stop()
-        self.server.wait()
+        self.starter.stop()
         LOG.info('Conductor %s stopped', self.host)
 
 

@@ -21,14 +21,15 @@ LOG = logging.getLogger(__name__)
 
 
 def main(argv=None):
-    conf = service.prepare(argv, description='Tristate REST API')
+    conf = service.prepare(argv, description='Tristate REST API',
+                           requires=('database', 'keystone'))
     statedb = db_api.StateDB(engine.Database.from_conf(conf))
     bus = rpc.Bus(conf)
     client = api_service.make_client(conf, bus, statedb)
     server = api_service.serve(conf, client)
     sdnotify.ready('serving on %s' % server.url)
     try:
-        service.wait_for_signal()
+        service.wait_for_signal(conf, 'tristate-api')
     finally:
         sdnotify.stopping()
         server.stop()

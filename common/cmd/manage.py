@@ -2,7 +2,7 @@
 
     tristate-manage [--config-file F] db sync       # create or upgrade the schema
     tristate-manage [--config-file F] db version    # current and head revision
-    tristate-manage [--config-file F] status        # services, up or down
+    tristate-manage [--config-file F] status        # services, up or down; the bus
     tristate-manage actions                          # print the action table
     tristate-manage docs states|reconcile|leases [--output PATH]  # docs/
     tristate-manage [--config-file F] check         # the plane's invariants
@@ -69,11 +69,34 @@ def _status(conf, clock=db_api.utcnow):
     for row in [header] + rows:
         cells = zip(row, widths, strict=True)
         print('  '.join(str(v).ljust(w) for v, w in cells).rstrip())
+    bus_problem = _bus_status(conf)
     if code:
         print('\nNot healthy: %s.' % ('an agent is down' if any(
             r[0] == services_mod.AGENT and r[5] == 'DOWN' for r in rows)
             else 'no conductor is up'))
-    return code
+    elif bus_problem:
+        print('\nNot healthy: the message bus is unreachable.')
+    return 1 if bus_problem else code
+
+
+def _bus_status(conf):
+    """Print whether the bus of ``transport_url`` takes a message from this
+    host now (one attempt); the problem, or None. A daemon cut off from
+    the bus keeps its heartbeat (database) and retries the broker: this
+    line tells that case from a healthy plane."""
+    from common import rpc
+    if conf.transport_url in (None, 'rabbit://'):     # the library's default
+        print('\nmessage bus: not configured here (transport_url unset)')
+        return None
+    bus = rpc.Bus(conf)
+    try:
+        problem = bus.probe(conf.conductor.topic)
+    finally:
+        bus.cleanup()
+    print('\nmessage bus: %s' % ('UNREACHABLE: %s' % problem if problem else
+                                 'reachable (%s)' % rpc.describe_transport(
+                                     conf)))
+    return problem
 
 
 def _actions(conf):
@@ -137,6 +160,8 @@ def main(argv=None, conf=None):
     command = cfg.SubCommandOpt('command', title='commands',
                                 handler=_add_parsers, help='what to do')
     conf.register_cli_opt(command)
+    from common import rpc
+    rpc.register_opts(conf)
     try:
         conf(sys.argv[1:] if argv is None else argv, project='tristate')
         return conf.command.func(conf) or 0

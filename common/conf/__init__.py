@@ -20,6 +20,7 @@ from common.conf import oslo_middleware
 from common.conf import quota
 from common.conf import reconcile
 from common.conf import scheduler
+from common.conf import shutdown
 from common.conf import upgrade_levels
 
 CONF = cfg.CONF
@@ -32,7 +33,8 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             api,
             oslo_middleware,
             libvirt,
-            fake_driver)
+            fake_driver,
+            shutdown)
 
 
 def register_all(conf):

@@ -42,7 +42,9 @@ opts = [
                     'the same as noauth_default_user.'),
     cfg.IntOpt('rpc_timeout', default=30, min=1,
                help='Seconds the API waits for a conductor to answer a '
-                    'call before answering 503. Range >= 1; default 30.'),
+                    'call, or for the message bus to be reachable, before '
+                    'answering 503 (with Retry-After; at once while the bus '
+                    'stays unreachable). Range >= 1; default 30.'),
     cfg.IntOpt('max_limit', default=1000, min=1,
                help='Most items one list request returns; clients page '
                     'with limit and marker. Range >= 1; default 1000.'),

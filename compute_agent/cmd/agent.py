@@ -25,15 +25,20 @@ def _machine_stopping():
 
 
 def main(argv=None):
-    conf = service.prepare(argv, description='Tristate compute agent')
+    conf = service.prepare(argv, description='Tristate compute agent',
+                           requires=('libvirt',))
     bus = rpc.Bus(conf)
     agent = agent_service.AgentService(conf, bus)
-    agent.start()
+    what = 'compute agent %s (%s driver)' % (agent.host, agent.driver.name)
+    # Ready while the bus is still being connected: the agent's state is
+    # its journal and its hypervisor; it reports once the bus is back.
+    agent.start(wait_for_bus=False, on_bus=lambda: sdnotify.status(
+        '%s; message bus connected' % what))
     metrics_server = metrics.serve(conf, default=False)
-    sdnotify.ready('compute agent %s (%s driver)' % (agent.host,
-                                                    agent.driver.name))
+    sdnotify.ready('%s; message bus %s' % (
+        what, 'connected' if agent.starter.started else 'connecting'))
     try:
-        service.wait_for_signal()
+        service.wait_for_signal(conf, 'tristate-compute-agent')
         if _machine_stopping():
             agent.host_shutting_down()
     finally:

@@ -183,12 +183,14 @@ def _choose_driver(conf):
 def main(argv=None):
     conf = service.prepare(argv, cli_opts=CLI_OPTS,
                            description='The whole Tristate control plane in '
-                                       'one process, on a fake hypervisor.')
+                                       'one process, on a fake hypervisor.',
+                           requires=('database',))
     if conf.cli_state_dir:
         conf.set_override('state_dir', conf.cli_state_dir)
     if conf.transport_url in (None, 'rabbit://'):     # the library's default
         conf.set_override('transport_url', embedded.MEMORY_URL)
     _choose_driver(conf)
+    service.check_requires(conf, ('libvirt',))      # after --driver
     plane = embedded.Embedded(conf, hosts=conf.hosts).start()
     api_server = None
     try:

@@ -22,6 +22,7 @@ NEEDS_CONDUCTOR_VERSION = '1.1'
 
 class LeaseAPI:
     def __init__(self, conductor_api):
+        self.conductor_api = conductor_api
         self.client = conductor_api.client
 
     def _call(self, ctx, method, **kwargs):
@@ -32,9 +33,11 @@ class LeaseAPI:
                        'conductor is upgraded' % (NEEDS_CONDUCTOR_VERSION,
                                                   self.client.version_cap))
         try:
-            return self.client.prepare(namespace=NAMESPACE,
-                                       version=VERSION).call(ctx, method,
-                                                             **kwargs)
+            # Bounded as the conductor client is (a 503 within the API's
+            # rpc_timeout when the bus is down).
+            return self.conductor_api.prepare(
+                namespace=NAMESPACE, version=VERSION).call(ctx, method,
+                                                           **kwargs)
         except exception.TristateError as err:
             # The server's traceback rides in str(err): keep the message.
             raise exception.from_dict(err.to_dict()) from None

@@ -1,6 +1,7 @@
 """``tristate-manage``: schema sync and the action table, offline."""
 
 import datetime
+import os
 
 from oslo_config import cfg
 import pytest
@@ -12,6 +13,8 @@ from common.db import api as db_api
 from common.db import engine
 from common.db import migration
 from common.db import services
+from tests import daemon_support
+from tests import support
 
 
 @pytest.fixture
@@ -151,3 +154,23 @@ def test_status_fails_when_every_conductor_is_down(tmp_path, conf_file,
     assert code == 1 and 'no conductor is up' in out
     _services(tmp_path, conf_file, (services.CONDUCTOR, 'c2', 0))
     assert _status(conf_file, capsys)[0] == 0
+
+
+def test_status_says_whether_the_bus_takes_a_message(tmp_path, conf_file,
+                                                     capsys):
+    """Issue 20, item 13: a conductor cut off from the bus keeps its
+    heartbeat (it is ready and retries the broker); status tells that case
+    from a healthy plane by trying the bus itself, once."""
+    _services(tmp_path, conf_file, (services.CONDUCTOR, 'c1', 0))
+    text = conf_file.read_text()
+    conf_file.write_text(text + 'transport_url = %s\n'
+                         % daemon_support.closed_url(support.free_port()))
+    code, out = _status(conf_file, capsys)
+    assert code == 1
+    assert 'message bus: UNREACHABLE' in out and 'guest:' not in out
+    assert 'the message bus is unreachable' in out
+    url = os.environ.get('TRISTATE_TEST_RABBIT_URL')
+    if url:
+        conf_file.write_text(text + 'transport_url = %s\n' % url)
+        code, out = _status(conf_file, capsys)
+        assert code == 0 and 'message bus: reachable' in out, out

@@ -108,3 +108,12 @@ def test_working_rabbitmq_tls_settings_have_no_problem(tmp_path):
     rpc.register_opts(conf)
     conf(['--config-file', str(path)], project='tristate')
     assert service.config_problems(conf) == []
+
+
+def test_each_daemon_stops_by_itself_before_systemd_kills_it():
+    """[DEFAULT] graceful_shutdown_timeout's default, per daemon, is under
+    the TimeoutStopSec of its unit (issue 20, item 12)."""
+    from common.conf import shutdown
+    from tests import daemon_support
+    for binary, seconds in shutdown.DEFAULTS.items():
+        assert seconds < daemon_support.timeout_stop(binary), binary
