@@ -48,7 +48,8 @@ def test_not_enough_hosts_stores_nothing(ldb, make_lease):
         make_lease(count=4)
     assert err.value.code == 409
     assert 'needs at least 4 host(s)' in err.value.message
-    assert '3 enabled host(s) match' in err.value.message
+    assert '3 enabled host(s) of the reservable pool match' in (
+        err.value.message)
     assert ldb.list_leases() == []
 
 
