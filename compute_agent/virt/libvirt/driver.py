@@ -47,6 +47,11 @@ LOG = logging.getLogger(__name__)
 
 _RUNNING_STATES = frozenset({libvirt.VIR_DOMAIN_RUNNING,
                              libvirt.VIR_DOMAIN_BLOCKED})
+# States of a domain that is active but whose guest has stopped: libxl keeps
+# a preserved guest active as SHUTOFF (reason SHUTDOWN or CRASHED).
+_DOWN_STATES = frozenset({libvirt.VIR_DOMAIN_SHUTOFF,
+                          libvirt.VIR_DOMAIN_SHUTDOWN,
+                          libvirt.VIR_DOMAIN_CRASHED})
 # Undefine flags, most thorough first; drivers refuse flags they lack.
 _UNDEFINE_FLAGS = (
     libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
@@ -290,6 +295,11 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
 
     def _state(self, dom):
         return dom.state()[0] if dom.isActive() else libvirt.VIR_DOMAIN_SHUTOFF
+
+    def _up(self, dom):
+        """Whether the guest runs (or is paused): active, and not a domain
+        libxl keeps after it stopped (active, but SHUTOFF or CRASHED)."""
+        return bool(dom.isActive()) and self._state(dom) not in _DOWN_STATES
 
     def _require(self, dom, what, allowed):
         state = self._state(dom)
