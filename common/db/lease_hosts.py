@@ -32,6 +32,7 @@ from common import exception
 from common import leases as rules
 from common import states
 from common.db import models
+from common.db import quotas
 from common.db.quotas import UNLIMITED
 
 H = models.Host.__table__
@@ -166,11 +167,11 @@ def _shortage(index, reservation, start, end, matching, busy, taken, free):
 def hold(conn, lease_id, index, res_id, spec, start, end, taken, prefer=(),
          quota=None):
     """:func:`pick` hosts for reservation ``res_id`` and hold them.
-    ``quota``: ``(project_id, limits)`` to stay within its
+    ``quota``: ``(project_id, limits, now)`` to stay within its
     ``lease_hosts`` (this lease's earlier reservations in ``taken``)."""
     if quota is not None:
-        project_id, limits = quota
-        left = room(conn, lease_id, project_id, limits)
+        project_id, limits, now = quota
+        left = room(conn, lease_id, project_id, limits, now)
         spec = within(spec, None if left is None else left - len(taken),
                       project_id, limits)
     hosts = pick(conn, lease_id=lease_id, index=index, reservation=spec,
@@ -311,13 +312,26 @@ def check_hours(project_id, start, end, limits):
                 (end - start).total_seconds() / 3600, project_id, hours))
 
 
-def room(conn, lease_id, project_id, limits):
+def room(conn, lease_id, project_id, limits, now):
     """Hosts the project's ``lease_hosts`` quota leaves for ``lease_id``
     (its own holds not counted), or None when unlimited."""
     limit = limits['lease_hosts']
     if limit == UNLIMITED:
         return None
+    _lock_project(conn, project_id, now)
     return limit - _held_by_project(conn, project_id, but=lease_id)
+
+
+def _lock_project(conn, project_id, now):
+    """Two leases of one project made at once (by two conductors on
+    PostgreSQL) count each other's hosts: the second waits on the project's
+    quota_usages row, locked here, until the first commits. (SQLite's
+    BEGIN IMMEDIATE serialises writers already.)"""
+    usage = quotas.U
+    quotas.insert_new(conn, usage, project_id=project_id,
+                      updated_at=now, **quotas.NOTHING)
+    conn.execute(sa.select(usage.c.project_id).where(
+        usage.c.project_id == project_id).with_for_update())
 
 
 def within(spec, left, project_id, limits):

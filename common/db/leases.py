@@ -288,7 +288,7 @@ class LeaseDB:
                     updated_at=now))
                 taken += lease_hosts.hold(conn, lease_id, index, res_id,
                                           spec, start, end, taken,
-                                          quota=(project_id, limits))
+                                          quota=(project_id, limits, now))
             times = {rules.START_LEASE: start, rules.END_LEASE: end,
                      rules.BEFORE_END_LEASE: before_end}
             for event_type, when in times.items():
@@ -443,8 +443,8 @@ class LeaseDB:
                 lease_hosts.check_hours(lease['project_id'],
                                         new['start_date'], new['end_date'],
                                         limits)
-                lease_hosts.recheck(conn, lease, new,
-                                    quota=(lease['project_id'], limits))
+                lease_hosts.recheck(conn, lease, new, quota=(
+                    lease['project_id'], limits, self.clock()))
             changes = self._event_times(conn, lease, new)
             return self._change(conn, lease_id, 'update',
                                 expect=(rules.lease.UPDATING,),
