@@ -11,7 +11,9 @@ QEMU 7.2 under libvirt 9.0: two REBOOT events per reboot, then SHUTDOWN
 and STOPPED at the final power-off). Found by the real-hypervisor review
 (issue 19, item 10). Fixed: the debounce defaults by hypervisor, 0.05 s on
 KVM/QEMU and 0.5 s on Xen, whose libxl reports a reboot as a stop and a
-start.
+start. (On this QEMU under TCG the domain still reads RUNNING for ~1.8 s
+after the guest's SHUTDOWN event, until the QEMU process has exited: the
+report, and vm_state, follow the STOPPED event then.)
 
 The test boots a real guest on QEMU (TCG): a Debian cloud kernel with a
 busybox initramfs whose init reboots once (it knows the second boot by a
