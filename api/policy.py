@@ -124,6 +124,12 @@ def _lease_rules():
               'on_end.', ('PUT', '/leases/{lease_id}')),
         _rule(LEASES % 'delete', OWNER, 'Delete a lease (an active one '
               'ends first).', ('DELETE', '/leases/{lease_id}')),
+        _rule(LEASES % 'hosts:index', ADMIN, 'List the hosts of the '
+              'reservable pool.', ('GET', '/os-hosts')),
+        _rule(LEASES % 'hosts:add', ADMIN, 'Put a host into the reservable '
+              'pool (only its hosts can be leased).', ('POST', '/os-hosts')),
+        _rule(LEASES % 'hosts:remove', ADMIN, 'Take a host out of the '
+              'reservable pool.', ('DELETE', '/os-hosts/{host}')),
     ]
 
 

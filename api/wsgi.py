@@ -48,7 +48,7 @@ def create_app(conf, client, *, policy=None):
     app.extensions[request.EXTENSION] = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
     for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
-                      leases.bp, accounting.bp):
+                      leases.bp, leases.hosts_bp, accounting.bp):
         app.register_blueprint(blueprint)
     app.before_request(_read_version)
     app.before_request(lambda: jsonbody.check_path(flask.request.view_args))

@@ -10,9 +10,17 @@ task ended is dropped), run the driver calls of its action
 conductor records it. A task the conductor says was preempted (the instance
 was hard-deleted) stops at once and destroys what it made. The target
 version must match :data:`compute_agent.rpcapi.VERSION` (a test checks).
+
+Sending a result again helps only when the failure was the bus's or the
+conductor's (down, timed out, database unavailable). A result that can
+never be delivered (it cannot be encoded as UTF-8 JSON, or the conductor
+fails on the message itself: :func:`undeliverable`) is not sent again: the
+task is reported failed at once, without rollback (the driver call ran),
+with the reason in a form that can be sent.
 """
 
 import collections
+import json
 import logging
 import threading
 import time
@@ -33,6 +41,12 @@ REMEMBERED_TASKS = 4096
 # What a conductor answers when it could not record a result now (its
 # database did not answer within its retries): the result is sent again.
 UNAVAILABLE = (exception.DBUnavailable,)
+# What a conductor raises when the message itself is bad (it cannot store
+# or read what it was sent): sending it again cannot help.
+MALFORMED = (UnicodeError, TypeError, ValueError)
+_MALFORMED_NAMES = frozenset(kind.__name__ for kind in (
+    UnicodeError, UnicodeEncodeError, UnicodeDecodeError, TypeError,
+    ValueError))
 ACCEPTED = 'accepted'
 DUPLICATE = 'duplicate'
 SLOT_POLL = 0.5     # seconds between two looks at "stopping" while waiting
@@ -44,6 +58,10 @@ class TaskStopped(Exception):
     def __init__(self, preempted):
         super().__init__(str(preempted))
         self.deleted = preempted.kwargs.get('deleted', False)
+
+
+class Undeliverable(Exception):
+    """A result no later try can deliver; the message says why."""
 
 
 class AgentManager:
@@ -181,35 +199,67 @@ class AgentManager:
         return reporter_mod.read_domain(self.driver, uuid)
 
     def _report(self, ctx, method, uuid, **kwargs):
-        """Send a task's result until a conductor records it."""
+        """Send a task's result until a conductor records it; a result
+        that can never be delivered ends the task failed instead."""
+        try:
+            why = unsendable(kwargs)
+            if why is None:
+                return self._send_result(ctx, method, uuid, kwargs)
+        except Undeliverable as err:
+            why = str(err)
+        LOG.error('Result %s of task %s cannot be delivered: %s', method,
+                  ctx.task_id, why)
+        if kwargs.get('error', '').startswith(UNDELIVERED):
+            return False        # even the failure could not be sent
+        power = kwargs.get('power')
+        return self._report(
+            ctx, 'task_failed', uuid,
+            error=sendable('%s (%s): %s' % (UNDELIVERED, method, why)),
+            rolled_back=kwargs.get('rolled_back', False),
+            power=power if unsendable({'power': power}) is None else None)
+
+    def _send_result(self, ctx, method, uuid, kwargs):
+        """True: recorded; False: refused or preempted (nothing more to
+        do). Raises :class:`Undeliverable` when no later try can help."""
         delay = 0.1
         while True:
-            try:
-                getattr(self.conductor, method)(ctx, host=self.host,
-                                                instance_uuid=uuid, **kwargs)
-                if kwargs.get('power') is not None:
-                    self.delivered.record([kwargs['power']])
-                return True
-            except exception.TaskPreempted as err:
-                stop = TaskStopped(err)
-                if stop.deleted:
-                    self._cleanup_deleted(uuid)
-                LOG.info('Result of task %s not recorded: %s', ctx.task_id, err)
-                return False
-            except UNAVAILABLE as err:     # not recorded yet: send again
-                failure = err
-            except exception.TristateError as err:
-                LOG.error('Conductor refused the result of task %s: %s',
-                          ctx.task_id, err)
-                return False
-            except Exception as err:       # bus or conductor unavailable
-                failure = err
+            done, failure = self._send_once(ctx, method, uuid, kwargs)
+            if done is not None:
+                return done
             if self._stopping:
                 return False
             LOG.warning('Result of task %s not delivered (%s); retrying in '
                         '%.1f s', ctx.task_id, failure, delay)
             time.sleep(delay)
             delay = min(delay * 2, self.conf.compute.report_retry_max)
+
+    def _send_once(self, ctx, method, uuid, kwargs):
+        """``(True or False, None)`` when settled, as :meth:`_send_result`
+        answers; ``(None, failure)`` when to send again."""
+        try:
+            getattr(self.conductor, method)(ctx, host=self.host,
+                                            instance_uuid=uuid, **kwargs)
+            if kwargs.get('power') is not None:
+                self.delivered.record([kwargs['power']])
+            return True, None
+        except exception.TaskPreempted as err:
+            stop = TaskStopped(err)
+            if stop.deleted:
+                self._cleanup_deleted(uuid)
+            LOG.info('Result of task %s not recorded: %s', ctx.task_id, err)
+            return False, None
+        except UNAVAILABLE as err:     # not recorded yet: send again
+            return None, err
+        except exception.Invalid as err:    # refused as bad
+            raise Undeliverable('refused by the conductor: %s' % err) from None
+        except exception.TristateError as err:
+            LOG.error('Conductor refused the result of task %s: %s',
+                      ctx.task_id, err)
+            return False, None
+        except Exception as err:       # bus or conductor unavailable?
+            if undeliverable(err):
+                raise Undeliverable('%s: %s' % (_kind(err), err)) from None
+            return None, err
 
     def _stopped(self, inst, action, stop):
         LOG.info('Task %s stopped: %s', action, stop)
@@ -225,6 +275,41 @@ class AgentManager:
 
     def stop(self):
         self._stopping = True
+
+
+UNDELIVERED = 'the result of the task could not be delivered'
+
+
+def unsendable(values):
+    """Why ``values`` cannot travel on the bus (text that is not valid
+    Unicode, a value JSON cannot carry), or None."""
+    try:
+        json.dumps(rpc.plain(values), ensure_ascii=False).encode('utf-8')
+    except MALFORMED as err:
+        return '%s: %s' % (type(err).__name__, err)
+    return None
+
+
+def undeliverable(err):
+    """Whether ``err``, raised sending a result, says the message itself
+    is bad, so that no later try can succeed: raised while encoding it
+    here, or by the conductor while reading or storing it (rebuilt with
+    its built-in class, or a RemoteError naming it). A failure of the bus
+    or of the conductor's database is not."""
+    if isinstance(err, rpc.RemoteError):
+        return err.exc_type in _MALFORMED_NAMES
+    return isinstance(err, MALFORMED)
+
+
+def _kind(err):
+    if isinstance(err, rpc.RemoteError):
+        return err.exc_type
+    return type(err).__name__.split('_Remote')[0]
+
+
+def sendable(text):
+    """``text`` with anything UTF-8 cannot carry escaped."""
+    return text.encode('utf-8', 'backslashreplace').decode('utf-8')
 
 
 class _TaskView:

@@ -127,6 +127,9 @@ class TaskGateway:
 
     def fail(self, task_ctx, instance_uuid, *, error, rolled_back, host=None,
              power=None, settle=()):
+        # The lines below, and a caller's (fail_quietly, the reaper), are
+        # this task's, whatever the thread worked on before.
+        _trace(task_ctx, {'uuid': instance_uuid})
         before, after = self.db.fail_task(
             task_ctx, instance_uuid, error=error, rolled_back=rolled_back,
             power=power, host=host, settle=settle)

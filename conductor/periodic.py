@@ -33,6 +33,7 @@ class PeriodicJobs:
         if self.beat is not None:
             jobs.insert(0, ('heartbeat', self.beat))
         for name, job in jobs:
+            ctx.update_store()      # not the tags of the task a job ended
             try:
                 done[name] = job(ctx, now)
             except exception.DBUnavailable as err:     # expected: one line

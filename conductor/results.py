@@ -221,7 +221,8 @@ class Results:
                     datetime.datetime.fromisoformat(started_at)
                     if started_at else None),
                 'ram_ratio': self.conf.scheduler.ram_allocation_ratio,
-                'binary': services.AGENT, 'version': version}
+                'binary': services.AGENT, 'version': version,
+                'new_host_enabled': self.conf.scheduler.enable_new_hosts}
 
     def fail_lost_tasks(self, ctx, host, task_ids):
         """An agent restarted and lost these tasks: fail them now."""

@@ -10,6 +10,8 @@
 Dates are UTC: ``now``, ``YYYY-MM-DD HH:MM`` or ISO 8601.
 """
 
+from urllib import parse
+
 from cliff import command
 from cliff import lister
 from cliff import show
@@ -187,7 +189,49 @@ class DeleteLease(command.Command):
             client.delete('/leases/%s' % lease_id)
 
 
+class ListPoolHosts(lister.Lister):
+    """List the hosts of the reservable pool (admin only)."""
+
+    def take_action(self, parsed_args):
+        hosts = self.app.client.get('/os-hosts')['hosts']
+        return (('Host', 'vCPUs', 'RAM (MiB)', 'Disk (GiB)', 'Enabled'),
+                [(h['id'], h['vcpus'], h['memory_mb'], h['local_gb'],
+                  h['tristate:enabled']) for h in hosts])
+
+
+class AddPoolHost(command.Command):
+    """Put hosts into the reservable pool: only they can be leased
+    (admin only)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('hosts', nargs='+', metavar='host',
+                            help='Host names (tristate host list).')
+        return parser
+
+    def take_action(self, parsed_args):
+        for host in parsed_args.hosts:
+            self.app.client.post('/os-hosts', {'name': host})
+
+
+class RemovePoolHost(command.Command):
+    """Take hosts out of the reservable pool (refused while a lease
+    holds one; admin only)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('hosts', nargs='+', metavar='host',
+                            help='Host names.')
+        return parser
+
+    def take_action(self, parsed_args):
+        for host in parsed_args.hosts:
+            self.app.client.delete('/os-hosts/%s' % parse.quote(host, safe=''))
+
+
 def commands():
     return {'lease create': CreateLease, 'lease list': ListLeases,
             'lease show': ShowLease, 'lease update': UpdateLease,
-            'lease delete': DeleteLease}
+            'lease delete': DeleteLease, 'lease host list': ListPoolHosts,
+            'lease host add': AddPoolHost,
+            'lease host remove': RemovePoolHost}

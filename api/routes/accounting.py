@@ -7,8 +7,10 @@
     GET /v2.1/os-simple-tenant-usage?start=&end=&detailed=1   (admin)
     GET /v2.1/os-simple-tenant-usage/{project_id}?start=&end=
 
-Quota sets have Nova's ``instances``, ``cores`` and ``ram`` (MiB) and
-Tristate's ``disk`` (GiB); -1 means unlimited. Times are UTC, as Nova
+Quota sets have Nova's ``instances``, ``cores`` and ``ram`` (MiB),
+Tristate's ``disk`` (GiB), and the leases' ``lease_hosts`` (hosts a
+project's leases hold at once) and ``lease_hours`` (how long one lease may
+last); -1 means unlimited. Times are UTC, as Nova
 takes them (``2026-11-22T10:00:00``, optionally with microseconds); a
 missing one means now.
 """
@@ -32,7 +34,7 @@ UPDATE_QUOTA_SET = {
     'type': 'object',
     'properties': {'quota_set': {
         'type': 'object',
-        'properties': dict({r: LIMIT for r in quotas.RESOURCES},
+        'properties': dict({r: LIMIT for r in quotas.LIMITS},
                            force={'type': ['boolean', 'string']}),
         'additionalProperties': False}},
     'required': ['quota_set'],
@@ -61,7 +63,7 @@ def detail(project_id):
     found = _quotas(project_id, 'show')
     return {'quota_set': dict(
         {r: {'limit': found['limits'][r], 'in_use': found['usage'][r],
-             'reserved': 0} for r in quotas.RESOURCES}, id=project_id)}
+             'reserved': 0} for r in quotas.LIMITS}, id=project_id)}
 
 
 @bp.get('/os-quota-sets/<project_id>/defaults')
@@ -74,7 +76,7 @@ def defaults(project_id):
 def update(project_id):
     body = request.json_body(UPDATE_QUOTA_SET)['quota_set']
     request.authorize('tristate:quotas:update', {'project_id': project_id})
-    values = {r: int(v) for r, v in body.items() if r in quotas.RESOURCES}
+    values = {r: int(v) for r, v in body.items() if r in quotas.LIMITS}
     found = request.services().client.update_quotas(
         request.context(), project_id, values)
     return {'quota_set': found['limits']}

@@ -6,6 +6,13 @@
     PUT    /v2.1/leases/{id}               {"lease": {...}}
     DELETE /v2.1/leases/{id}               204
 
+The reservable pool, admin only, with Blazar's ``os-hosts`` bodies (a
+host's id is its name): only hosts in it can be leased.
+
+    GET    /v2.1/os-hosts                  {"hosts": [...]}
+    POST   /v2.1/os-hosts {"name": HOST}   201 {"host": {...}}
+    DELETE /v2.1/os-hosts/{host}           204 (409 while a lease holds it)
+
 Request bodies are Blazar's (not wrapped): ``{"name", "start_date",
 "end_date", "reservations": [{"resource_type": "physical:host", "min",
 "max", "hypervisor_properties"}], "before_end_date", "on_end"}`` to
@@ -29,6 +36,8 @@ from common import leases as rules
 from conductor.leases import rpcapi
 
 bp = flask.Blueprint('leases', __name__, url_prefix='/v2.1/leases')
+hosts_bp = flask.Blueprint('lease_hosts', __name__,
+                           url_prefix='/v2.1/os-hosts')
 
 RULE = 'tristate:leases:%s'
 DATE = {'type': 'string', 'minLength': 1, 'maxLength': 64,
@@ -64,6 +73,13 @@ CREATE_LEASE = {
         'on_end': ON_END,
     },
     'required': ['name', 'start_date', 'end_date', 'reservations'],
+    'additionalProperties': False,
+}
+ADD_HOST = {
+    'type': 'object',
+    'properties': {'name': {'type': 'string', 'minLength': 1,
+                            'maxLength': 255}},
+    'required': ['name'],
     'additionalProperties': False,
 }
 UPDATE_LEASE = {
@@ -174,4 +190,39 @@ def update(lease_id):
 def delete(lease_id):
     _owned(lease_id, 'delete')
     _api().delete_lease(request.context(), lease_id)
+    return request.no_content(204)
+
+
+# --- the reservable pool ------------------------------------------------------
+
+def _pool_host(host):
+    return {'id': host['name'], 'hypervisor_hostname': host['name'],
+            'vcpus': host['vcpus'], 'memory_mb': host['memory_mb'],
+            'local_gb': host['disk_gb'], 'reservable': True,
+            'tristate:enabled': host['enabled']}
+
+
+@hosts_bp.get('', strict_slashes=False)
+def list_hosts():
+    request.authorize(RULE % 'hosts:index')
+    return {'hosts': [_pool_host(h)
+                      for h in _api().list_hosts(request.context())]}
+
+
+@hosts_bp.post('', strict_slashes=False)
+def add_host():
+    body = request.json_body(ADD_HOST)
+    request.authorize(RULE % 'hosts:add')
+    ctx = request.context()
+    _api().set_host(ctx, body['name'], True)
+    host = next(h for h in _api().list_hosts(ctx) if h['name'] == body['name'])
+    resp = flask.jsonify({'host': _pool_host(host)})
+    resp.status_code = 201
+    return resp
+
+
+@hosts_bp.delete('/<host>')
+def remove_host(host):
+    request.authorize(RULE % 'hosts:remove')
+    _api().set_host(request.context(), host, False)
     return request.no_content(204)

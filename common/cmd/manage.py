@@ -6,6 +6,7 @@
     tristate-manage actions                          # print the action table
     tristate-manage docs states|reconcile|leases [--output PATH]  # docs/
     tristate-manage [--config-file F] check         # the plane's invariants
+    tristate-manage [--config-file F] host list|enable NAME|disable NAME
 """
 
 import datetime
@@ -15,6 +16,7 @@ from oslo_config import cfg
 
 from common import conf as tconf
 from common import docs
+from common.cmd import manage_hosts
 from common.db import api as db_api
 from common.db import checks
 from common.db import engine
@@ -153,6 +155,7 @@ def _add_parsers(subparsers):
     subparsers.add_parser(
         'check', help='check the invariants of the plane\'s database; '
         'exit 1 naming each violation').set_defaults(func=_check)
+    manage_hosts.add_parsers(subparsers)
 
 
 def main(argv=None, conf=None):

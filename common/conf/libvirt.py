@@ -48,12 +48,15 @@ opts = [
                     'unrescue and resize revert). Its file system\'s size is '
                     'the disk capacity reported. Default: '
                     '$state_dir/instances.'),
-    cfg.FloatOpt('event_debounce', default=0.5, min=0.0, max=60.0,
+    cfg.FloatOpt('event_debounce', default=None, min=0.0, max=60.0,
                  help='Seconds a domain\'s lifecycle events are gathered '
-                      'before its state is read again and reported, so the '
-                      'stop/start pair of a reboot made inside the guest is '
-                      'not reported as a shutdown. Range 0-60; default 0.5; '
-                      '0 reports every event at once.'),
+                      'before its state is read again and reported. On Xen '
+                      'it absorbs the stop/start pair that libxl reports '
+                      'for a reboot made inside the guest; QEMU reports '
+                      'such a reboot as a REBOOT event, never a stop, so '
+                      'there it only merges a burst of events. Range 0-60; '
+                      'default (unset): 0.5 with virt_type xen, 0.05 with '
+                      'kvm and qemu; 0 reports every event at once.'),
     cfg.FloatOpt('reconnect_interval_min', default=0.5, min=0.01,
                  help='Seconds before the first retry of a lost libvirt '
                       'connection; each further wait doubles up to '

@@ -31,6 +31,14 @@ opts = [
     cfg.IntOpt('disk', default=-1, min=-1,
                help='GiB of local disk a project\'s instances may have in '
                     'total. Range >= -1; default -1.' + _UNLIMITED),
+    cfg.IntOpt('lease_hosts', default=-1, min=-1,
+               help='Hosts a project\'s leases that have not ended may hold '
+                    'at once (a lease takes at most what is left, at least '
+                    'its min). Range >= -1; default -1.' + _UNLIMITED),
+    cfg.IntOpt('lease_hours', default=-1, min=-1,
+               help='Hours one lease of a project may last, from its start '
+                    'to its end (Blazar\'s max_lease_duration). Range >= '
+                    '-1; default -1.' + _UNLIMITED),
     cfg.BoolOpt('count_pending', default=True,
                 help='Whether an idle PENDING or ERROR instance (a build '
                      'that found no host or failed) keeps counting against '

@@ -20,6 +20,12 @@ opts = [
     cfg.FloatOpt('disk_allocation_ratio', default=1.0, min=0.0,
                  help='Disk allocatable per GiB of host disk. Range >= 0; '
                       'default 1.0.'),
+    cfg.BoolOpt('enable_new_hosts', default=True,
+                help='Whether a host whose agent sends its first heartbeat '
+                     'is enabled at once (takes builds). False: it is '
+                     'registered disabled, and takes nothing until an admin '
+                     'enables it (tristate-manage host enable NAME), as '
+                     'Nova\'s enable_new_services. Default: true.'),
     cfg.IntOpt('max_attempts', default=10, min=1,
                help='Hosts tried, best first, when the chosen host filled up '
                     'meanwhile (another conductor allocated first). Range '

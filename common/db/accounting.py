@@ -5,6 +5,7 @@ follow an instance's state are made in that state change's transaction
 (:meth:`AccountingMixin._accounted`)."""
 
 from common import exception
+from common.db import lease_hosts
 from common.db import quotas
 from common.db import services
 from common.db import usage
@@ -42,16 +43,18 @@ class AccountingMixin:
         def txn(conn):
             return {'defaults': dict(self.quota.defaults),
                     'limits': quotas.limits(conn, project_id, self.quota),
-                    'usage': quotas.usage(conn, project_id)}
+                    'usage': dict(quotas.usage(conn, project_id),
+                                  **lease_hosts.quota_usage(conn,
+                                                            project_id))}
         return self.db.transaction(txn, readonly=True)
 
     def set_quotas(self, project_id, values):
         """Override the project's limits (whole numbers >= -1)."""
         for resource, limit in values.items():
-            if resource not in quotas.RESOURCES:
+            if resource not in quotas.LIMITS:
                 raise exception.Invalid(
                     reason='unknown quota %r: expected %s' % (
-                        resource, ', '.join(quotas.RESOURCES)))
+                        resource, ', '.join(quotas.LIMITS)))
             if (not isinstance(limit, int) or isinstance(limit, bool)
                     or limit < quotas.UNLIMITED):
                 raise exception.Invalid(

@@ -3,6 +3,8 @@
 allocation that takes a host's room in the same transaction, and giving it
 back."""
 
+import logging
+
 import sqlalchemy as sa
 
 from common import exception
@@ -12,6 +14,8 @@ from common.db import prepared
 from common.db import scheduling
 from common.db import services
 from common.db.prepared import bind
+
+LOG = logging.getLogger(__name__)
 
 I = models.Instance.__table__          # noqa: E741 (the table, as in api.py)
 H = models.Host.__table__
@@ -56,15 +60,24 @@ _ALLOCATIONS = prepared.Prepared(sa.select(A).where(
     A.c.instance_uuid == bind('uuid')).order_by(A.c.id))
 
 
+# Why a host that registered itself with [scheduler] enable_new_hosts = false
+# takes no build (shown to admins as the host's disabled_reason).
+NEW_HOST_DISABLED = ('new host, not enabled yet: [scheduler] enable_new_hosts '
+                     'is false (tristate-manage host enable NAME)')
+
+
 def beat_values(host, now, *, vcpus, memory_mb, disk_gb, agent_started_at,
-                ram_ratio, binary=None, version=None):
+                ram_ratio, binary=None, version=None, new_host_enabled=True):
     """The values of a heartbeat's statements (:data:`_BEAT`, the service's
-    :data:`services.BEAT`, and both in one: :func:`beat_counts`)."""
+    :data:`services.BEAT`, and both in one: :func:`beat_counts`).
+    ``new_host_enabled``: whether a host this heartbeat registers (its
+    first) is enabled at once, or waits for an admin."""
     return {'host': host, 'now': now, 'updated_at': now, 'vcpus': vcpus,
             'memory_mb': memory_mb, 'disk_gb': disk_gb,
             'started': agent_started_at, 'started_at': agent_started_at,
             'ram_ratio': None if ram_ratio is None else float(ram_ratio),
-            'binary': binary, 'version': version}
+            'binary': binary, 'version': version,
+            'new_host_enabled': bool(new_host_enabled)}
 
 
 def beat_counts():
@@ -93,9 +106,16 @@ def after_beat(conn, values, *, hosts_beaten, services_beaten):
 
 def _new_host(conn, values):
     ratio = values['ram_ratio']
+    enabled = values.get('new_host_enabled', True)
+    if not enabled:
+        LOG.warning('New host %s registered disabled: an admin must enable '
+                    'it before it takes builds ([scheduler] '
+                    'enable_new_hosts = false)', values['host'])
     conn.execute(sa.insert(H).values(
         name=values['host'], used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
-        free_memory_mb=0, enabled=True, created_at=values['now'],
+        free_memory_mb=0, enabled=enabled,
+        disabled_reason=None if enabled else NEW_HOST_DISABLED,
+        created_at=values['now'],
         vcpus=values['vcpus'], memory_mb=values['memory_mb'],
         disk_gb=values['disk_gb'], last_heartbeat=values['now'],
         updated_at=values['now'], agent_started_at=values['started'],
@@ -165,22 +185,20 @@ class HostsMixin:
             agent_started_at=agent_started_at, ram_ratio=ram_ratio)
 
     def agent_heartbeat(self, host, *, vcpus, memory_mb, disk_gb,
-                        agent_started_at, ram_ratio, binary, version):
+                        agent_started_at, ram_ratio, binary, version,
+                        new_host_enabled=True):
         """:meth:`host_heartbeat` and the agent's service row
-        (:meth:`service_heartbeat`), in one transaction."""
+        (:meth:`service_heartbeat`), in one transaction.
+        ``new_host_enabled``: see :func:`beat_values`."""
         self.db.transaction(self._agent_beat, host, vcpus=vcpus,
                             memory_mb=memory_mb, disk_gb=disk_gb,
                             agent_started_at=agent_started_at,
                             ram_ratio=ram_ratio, binary=binary,
-                            version=version)
+                            version=version,
+                            new_host_enabled=new_host_enabled)
 
-    def _agent_beat(self, conn, host, *, vcpus, memory_mb, disk_gb,
-                    agent_started_at, ram_ratio, binary, version):
-        values = beat_values(host, self.clock(), vcpus=vcpus,
-                             memory_mb=memory_mb, disk_gb=disk_gb,
-                             agent_started_at=agent_started_at,
-                             ram_ratio=ram_ratio, binary=binary,
-                             version=version)
+    def _agent_beat(self, conn, host, **beat):
+        values = beat_values(host, self.clock(), **beat)
         if conn.dialect.name == 'postgresql':
             # Both UPDATEs in one statement: one round trip to the server.
             row = _BOTH_BEATS.one(conn, **values)

@@ -2,8 +2,11 @@
 which instances used a reservation.
 
 * :func:`pick` (:func:`hold` stores what it picks, :func:`recheck` picks
-  again for an update): hosts for one reservation, free of every other
-  lease for the whole window and matching its ``hypervisor_properties``.
+  again for an update): hosts for one reservation, among the enabled hosts
+  an admin put into the reservable pool (``hosts.reservable``, Blazar's
+  os-hosts), free of every other lease for the whole window and matching
+  its ``hypervisor_properties``. A refusal counts the hosts other leases
+  hold, never names them nor their dates: they may be other projects'.
   Run inside the transaction that stores them; the matching host rows are
   locked first (``SELECT ... FOR UPDATE`` on PostgreSQL, ``BEGIN
   IMMEDIATE`` on SQLite), so two conductors creating overlapping leases at
@@ -20,6 +23,7 @@ which instances used a reservation.
   a reservation (the scheduler records them), what ``on_end`` applies to.
 """
 
+import datetime
 import json
 
 import sqlalchemy as sa
@@ -28,6 +32,8 @@ from common import exception
 from common import leases as rules
 from common import states
 from common.db import models
+from common.db import quotas
+from common.db.quotas import UNLIMITED
 
 H = models.Host.__table__
 I = models.Instance.__table__           # noqa: E741 (the table, read as "I")
@@ -149,7 +155,7 @@ def pick(conn, *, lease_id, index, reservation, start, end, taken=(),
     field = 'reservations.%d.hypervisor_properties' % index
     matching = conn.execute(
         sa.select(H.c.name, H.c.used_memory_mb).where(
-            H.c.enabled.is_(True),
+            H.c.enabled.is_(True), H.c.reservable.is_(True),
             parse_properties(reservation['hypervisor_properties'], field))
         .order_by(H.c.name).with_for_update()).all()
     busy = busy_hosts(conn, start=start, end=end, lease_id=lease_id)
@@ -165,12 +171,11 @@ def pick(conn, *, lease_id, index, reservation, start, end, taken=(),
 
 
 def _shortage(index, reservation, start, end, matching, busy, taken, free):
-    held = sorted(row.name for row in matching if row.name in busy)
-    parts = ['%d enabled host(s) match' % len(matching)]
+    held = sum(1 for row in matching if row.name in busy)
+    parts = ['%d enabled host(s) of the reservable pool match'
+             % len(matching)]
     if held:
-        parts.append('%s held by other leases then (%s)' % (
-            len(held), ', '.join('%s until %s' % (h, busy[h][1])
-                                 for h in held)))
+        parts.append('%d held by other leases then' % held)
     mine = sorted(row.name for row in matching if row.name in taken)
     if mine:
         parts.append('%s taken by this lease\'s other reservations'
@@ -183,8 +188,16 @@ def _shortage(index, reservation, start, end, matching, busy, taken, free):
                     start, end, ', '.join(parts)))
 
 
-def hold(conn, lease_id, index, res_id, spec, start, end, taken, prefer=()):
-    """:func:`pick` hosts for reservation ``res_id`` and hold them."""
+def hold(conn, lease_id, index, res_id, spec, start, end, taken, prefer=(),
+         quota=None):
+    """:func:`pick` hosts for reservation ``res_id`` and hold them.
+    ``quota``: ``(project_id, limits, now)`` to stay within its
+    ``lease_hosts`` (this lease's earlier reservations in ``taken``)."""
+    if quota is not None:
+        project_id, limits, now = quota
+        left = room(conn, lease_id, project_id, limits, now)
+        spec = within(spec, None if left is None else left - len(taken),
+                      project_id, limits)
     hosts = pick(conn, lease_id=lease_id, index=index, reservation=spec,
                  start=start, end=end, taken=taken, prefer=prefer)
     for host in hosts:
@@ -192,10 +205,11 @@ def hold(conn, lease_id, index, res_id, spec, start, end, taken, prefer=()):
     return hosts
 
 
-def recheck(conn, lease, new):
+def recheck(conn, lease, new, quota=None):
     """Hosts for the new window of ``lease`` (dates in ``new``): one that
-    has not started picks again (keeping its hosts where it can); one that
-    has must keep its hosts, free of other leases until its new end."""
+    has not started picks again (keeping its hosts where it can, within
+    ``quota`` as :func:`hold` takes it); one that has must keep its hosts,
+    free of other leases until its new end."""
     started = any(e['event_type'] == rules.START_LEASE
                   and e['status'] != rules.event.UNDONE
                   for e in lease['events'])
@@ -205,12 +219,13 @@ def recheck(conn, lease, new):
             conn.execute(sa.delete(RH).where(RH.c.reservation_id == res['id']))
             taken += hold(conn, lease['id'], index, res['id'], res,
                           new['start_date'], new['end_date'], taken,
-                          prefer=res['hosts'])
+                          prefer=res['hosts'], quota=quota)
             continue
         busy = busy_hosts(conn, start=new['start_date'], end=new['end_date'],
                           lease_id=lease['id'])
         clash = sorted(h for h in res['hosts'] if h in busy)
         if clash:
+            # Its own hosts, named; the other lease is not.
             raise exception.NotEnoughHosts(lease=lease['id'], reason=(
                 'it has started, so it keeps its hosts, and %s %s held by '
                 'another lease before %s' % (
@@ -269,11 +284,11 @@ def placement(reservation_id, project_id):
 def explain_placement(conn, reservation_id, project_id):
     """Why the lease filter left so few hosts, for a NoValidHost reason."""
     if reservation_id is None:
-        held = sorted(conn.execute(_held_now()).scalars())
+        # Counted, not named: the reason reaches the instance's project.
+        held = len(set(conn.execute(_held_now()).scalars()))
         if not held:
             return ''
-        return '%d host(s) held by active leases (%s)' % (
-            len(held), ', '.join(held))
+        return '%d host(s) held by active leases' % held
     row = conn.execute(sa.select(R.c.status, L.c.id, L.c.status.label(
         'lease_status'), L.c.project_id, L.c.start_date, L.c.end_date)
         .select_from(R.join(L, L.c.id == R.c.lease_id))
@@ -290,3 +305,97 @@ def explain_placement(conn, reservation_id, project_id):
         RH.c.reservation_id == reservation_id)).scalars())
     return 'reservation %s holds only %s' % (reservation_id,
                                               ', '.join(hosts))
+
+
+# --- the project's lease quotas ------------------------------------------------
+
+def _held_by_project(conn, project_id, *, but=None):
+    query = sa.select(sa.func.count()).select_from(
+        RH.join(R, R.c.id == RH.c.reservation_id).join(
+            L, L.c.id == R.c.lease_id)).where(
+        L.c.project_id == project_id, R.c.status.in_(HOLDING))
+    if but is not None:
+        query = query.where(L.c.id != but)
+    return conn.execute(query).scalar()
+
+
+def quota_usage(conn, project_id):
+    """What a project uses of its lease quotas (``lease_hours`` limits
+    each lease, so nothing is "in use" of it)."""
+    return {'lease_hosts': _held_by_project(conn, project_id),
+            'lease_hours': 0}
+
+
+def check_hours(project_id, start, end, limits):
+    """Refuse a window longer than the project's ``lease_hours``."""
+    hours = limits['lease_hours']
+    if hours != UNLIMITED and end - start > datetime.timedelta(hours=hours):
+        raise exception.QuotaExceeded(
+            'Quota exceeded for lease_hours: the lease would last %.1f '
+            'hours, and a lease of project %s may last %d.' % (
+                (end - start).total_seconds() / 3600, project_id, hours))
+
+
+def room(conn, lease_id, project_id, limits, now):
+    """Hosts the project's ``lease_hosts`` quota leaves for ``lease_id``
+    (its own holds not counted), or None when unlimited."""
+    limit = limits['lease_hosts']
+    if limit == UNLIMITED:
+        return None
+    _lock_project(conn, project_id, now)
+    return limit - _held_by_project(conn, project_id, but=lease_id)
+
+
+def _lock_project(conn, project_id, now):
+    """Two leases of one project made at once (by two conductors on
+    PostgreSQL) count each other's hosts: the second waits on the project's
+    quota_usages row, locked here, until the first commits. (SQLite's
+    BEGIN IMMEDIATE serialises writers already.)"""
+    usage = quotas.U
+    quotas.insert_new(conn, usage, project_id=project_id,
+                      updated_at=now, **quotas.NOTHING)
+    conn.execute(sa.select(usage.c.project_id).where(
+        usage.c.project_id == project_id).with_for_update())
+
+
+def within(spec, left, project_id, limits):
+    """``spec`` (a reservation) with its max capped to ``left`` hosts
+    (None: unlimited); refused when even its min does not fit."""
+    if left is None:
+        return spec
+    if spec['min_hosts'] > left:
+        limit = limits['lease_hosts']
+        raise exception.QuotaExceeded(
+            resource='lease_hosts', project=project_id, limit=limit,
+            used=limit - left, requested=spec['min_hosts'])
+    return dict(spec, max_hosts=min(spec['max_hosts'], left))
+
+
+# --- the reservable pool -----------------------------------------------------
+
+def set_reservable(conn, host, reservable):
+    """Put ``host`` into the pool, or take it out (its leases keep it until
+    they end). :class:`~common.exception.HostNotFound` if no such host;
+    :class:`~common.exception.Conflict` to take out a host a lease holds
+    now or later."""
+    if not reservable:
+        held = conn.execute(sa.select(sa.func.count()).select_from(
+            RH.join(R, R.c.id == RH.c.reservation_id)).where(
+            RH.c.host == host, R.c.status.in_(HOLDING))).scalar()
+        if held:
+            raise exception.Conflict(
+                'Host %s is held by %d reservation(s) of leases not ended '
+                'yet: it can leave the reservable pool once they end or are '
+                'deleted.' % (host, held))
+    res = conn.execute(sa.update(H).where(H.c.name == host).values(
+        reservable=reservable))
+    if res.rowcount != 1:
+        raise exception.HostNotFound(host=host)
+
+
+def pool(conn):
+    """The hosts of the reservable pool, by name."""
+    return [dict(r._mapping) for r in conn.execute(
+        sa.select(H.c.name, H.c.enabled, H.c.vcpus, H.c.memory_mb,
+                  H.c.disk_gb).where(H.c.reservable.is_(True))
+        .order_by(H.c.name))]

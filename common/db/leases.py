@@ -34,6 +34,7 @@ from common import leases as rules
 from common.db import api as db_api
 from common.db import lease_hosts
 from common.db import models
+from common.db import quotas
 
 L = models.Lease.__table__
 R = models.Reservation.__table__
@@ -77,9 +78,15 @@ class LeaseDB:
     """Leases over one :class:`~common.db.engine.Database`; ``clock``
     returns naive UTC (tests inject their own)."""
 
-    def __init__(self, database, *, clock=db_api.utcnow):
+    def __init__(self, database, *, clock=db_api.utcnow, quota=None):
         self.db = database
         self.clock = clock
+        # The lease quotas (common.db.quotas.Settings): none limited
+        # without it.
+        self.quota = quota or quotas.Settings()
+
+    def _limits(self, conn, project_id):
+        return quotas.limits(conn, project_id, self.quota)
 
     # --- reads --------------------------------------------------------------
 
@@ -139,6 +146,13 @@ class LeaseDB:
         """See :func:`common.db.lease_hosts.instances_of`."""
         return self.db.transaction(lease_hosts.instances_of, reservation,
                                    readonly=True)
+
+    def set_reservable(self, host, reservable):
+        """See :func:`common.db.lease_hosts.set_reservable`."""
+        self.db.transaction(lease_hosts.set_reservable, host, reservable)
+
+    def reservable_hosts(self):
+        return self.db.transaction(lease_hosts.pool, readonly=True)
 
     def explain_placement(self, reservation_id, project_id):
         return self.db.transaction(lease_hosts.explain_placement,
@@ -251,10 +265,14 @@ class LeaseDB:
             {rules.START_LEASE: rules.event.UNDONE,
              rules.END_LEASE: rules.event.UNDONE})
 
+        project_id = ctx.project_id or ''
+
         def txn(conn):
             now = self.clock()
+            limits = self._limits(conn, project_id)
+            lease_hosts.check_hours(project_id, start, end, limits)
             conn.execute(sa.insert(L).values(
-                id=lease_id, name=name, project_id=ctx.project_id or '',
+                id=lease_id, name=name, project_id=project_id,
                 user_id=ctx.user_id or '', start_date=start, end_date=end,
                 before_end_date=before_end, on_end=on_end,
                 status=rules.lease.CREATING, created_at=now, updated_at=now))
@@ -269,7 +287,8 @@ class LeaseDB:
                     status=rules.reservation.PENDING, created_at=now,
                     updated_at=now))
                 taken += lease_hosts.hold(conn, lease_id, index, res_id,
-                                          spec, start, end, taken)
+                                          spec, start, end, taken,
+                                          quota=(project_id, limits, now))
             times = {rules.START_LEASE: start, rules.END_LEASE: end,
                      rules.BEFORE_END_LEASE: before_end}
             for event_type, when in times.items():
@@ -420,7 +439,12 @@ class LeaseDB:
             lease = self._load(conn, lease_id, lock=True)
             new = dict(lease, **values)
             if recheck:
-                lease_hosts.recheck(conn, lease, new)
+                limits = self._limits(conn, lease['project_id'])
+                lease_hosts.check_hours(lease['project_id'],
+                                        new['start_date'], new['end_date'],
+                                        limits)
+                lease_hosts.recheck(conn, lease, new, quota=(
+                    lease['project_id'], limits, self.clock()))
             changes = self._event_times(conn, lease, new)
             return self._change(conn, lease_id, 'update',
                                 expect=(rules.lease.UPDATING,),

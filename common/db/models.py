@@ -7,6 +7,7 @@ is one of its conditional UPDATEs.
 
 import datetime
 
+import sqlalchemy as sa
 from sqlalchemy import BigInteger
 from sqlalchemy import Boolean
 from sqlalchemy import DateTime
@@ -105,6 +106,10 @@ class Host(Base):
     free_memory_mb: Mapped[float] = mapped_column(Float, server_default='0')
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     disabled_reason: Mapped[str | None] = mapped_column(_name)
+    # In the leases' reservable pool (an admin put it there): only such a
+    # host can be leased (common/db/lease_hosts.py).
+    reservable: Mapped[bool] = mapped_column(Boolean, default=False,
+                                             server_default=sa.false())
     last_heartbeat: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     # When the agent process now reporting started: a change means a restart.
     agent_started_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)

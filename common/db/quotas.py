@@ -33,6 +33,12 @@ from common.states import vm
 # Nova's quota-set names, and the instance column each one counts.
 RESOURCES = ('instances', 'cores', 'ram', 'disk')
 _COLUMNS = {'cores': 'vcpus', 'ram': 'memory_mb', 'disk': 'disk_gb'}
+# The limits of a project's leases (Blazar's enforcement, in the same quota
+# sets): hosts its leases not ended yet hold at once, and hours one lease
+# may last. Limits only, checked when a lease is made or moved
+# (common/db/lease_hosts.py): no charge rows, no usage columns.
+LEASE_RESOURCES = ('lease_hosts', 'lease_hours')
+LIMITS = RESOURCES + LEASE_RESOURCES
 UNLIMITED = -1
 NOTHING = dict.fromkeys(RESOURCES, 0)
 
@@ -81,13 +87,13 @@ class Settings:
     """The ``[quota]`` options a conductor checks with."""
 
     defaults: dict = dataclasses.field(
-        default_factory=lambda: dict.fromkeys(RESOURCES, UNLIMITED))
+        default_factory=lambda: dict.fromkeys(LIMITS, UNLIMITED))
     count_pending: bool = True
 
     @classmethod
     def from_conf(cls, conf):
         group = conf.quota
-        return cls({r: getattr(group, r) for r in RESOURCES},
+        return cls({r: getattr(group, r) for r in LIMITS},
                    group.count_pending)
 
 

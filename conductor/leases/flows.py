@@ -46,6 +46,11 @@ def check_owner(ctx, lease):
     return lease
 
 
+def _admin(ctx, what):
+    if not ctx.is_admin:
+        raise exception.Forbidden(action='%s (admin only)' % what)
+
+
 class LeaseFlows:
     def __init__(self, *, db, flows, notifier, conf):
         self.db = db
@@ -119,6 +124,20 @@ class LeaseFlows:
         if 'lease' not in settled:
             raise exception.LeaseNotFound(lease=lease_id)
         return settled['lease']
+
+    # --- the reservable pool (admin only) ---------------------------------------
+
+    def list_hosts(self, ctx):
+        _admin(ctx, 'listing the reservable hosts')
+        return self.db.reservable_hosts()
+
+    def set_host(self, ctx, host, reservable):
+        """Put ``host`` into the reservable pool, or take it out."""
+        _admin(ctx, '%s the reservable pool' % (
+            'adding hosts to' if reservable else 'removing hosts from'))
+        self.db.set_reservable(host, reservable)
+        LOG.info('Host %s %s the reservable pool', host,
+                 'added to' if reservable else 'removed from')
 
     # --- delete --------------------------------------------------------------
 

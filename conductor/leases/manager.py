@@ -34,3 +34,11 @@ class LeaseManager:
     @_expected
     def delete_lease(self, ctx, lease_id):
         return self.flows.delete(ctx, lease_id)
+
+    @_expected
+    def list_hosts(self, ctx):
+        return self.flows.list_hosts(ctx)
+
+    @_expected
+    def set_host(self, ctx, host, reservable):
+        return self.flows.set_host(ctx, host, reservable)

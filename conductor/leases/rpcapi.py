@@ -11,12 +11,13 @@ Version history:
 
 * 1.0 - Initial version: create_lease, list_leases, get_lease, update_lease,
   delete_lease.
+* 1.1 - list_hosts, set_host: the reservable pool (admin only).
 """
 
 from common import exception
 
 NAMESPACE = 'leases'
-VERSION = '1.0'
+VERSION = '1.1'
 NEEDS_CONDUCTOR_VERSION = '1.1'
 
 
@@ -25,7 +26,7 @@ class LeaseAPI:
         self.conductor_api = conductor_api
         self.client = conductor_api.client
 
-    def _call(self, ctx, method, **kwargs):
+    def _call(self, ctx, method, version='1.0', **kwargs):
         if not self.client.can_send_version(NEEDS_CONDUCTOR_VERSION):
             raise exception.ServiceUnavailable(
                 reason='leases need conductor RPC API %s and [upgrade_levels] '
@@ -36,7 +37,7 @@ class LeaseAPI:
             # Bounded as the conductor client is (a 503 within the API's
             # rpc_timeout when the bus is down).
             return self.conductor_api.prepare(
-                namespace=NAMESPACE, version=VERSION).call(ctx, method,
+                namespace=NAMESPACE, version=version).call(ctx, method,
                                                            **kwargs)
         except exception.TristateError as err:
             # The server's traceback rides in str(err): keep the message.
@@ -60,3 +61,13 @@ class LeaseAPI:
 
     def delete_lease(self, ctx, lease_id):
         return self._call(ctx, 'delete_lease', lease_id=lease_id)
+
+    def list_hosts(self, ctx):
+        """The reservable pool (admin only)."""
+        return self._call(ctx, 'list_hosts', version='1.1')
+
+    def set_host(self, ctx, host, reservable):
+        """Put ``host`` into the reservable pool or take it out (admin
+        only)."""
+        return self._call(ctx, 'set_host', version='1.1', host=host,
+                          reservable=reservable)

@@ -13,7 +13,8 @@ class LeaseService:
     """A conductor's lease half: flows, event runner, RPC endpoint, job."""
 
     def __init__(self, conf, statedb, *, flows, notifier):
-        self.db = leases_db.LeaseDB(statedb.db, clock=statedb.clock)
+        self.db = leases_db.LeaseDB(statedb.db, clock=statedb.clock,
+                                    quota=statedb.quota)
         self.flows = lease_flows.LeaseFlows(db=self.db, flows=flows,
                                             notifier=notifier, conf=conf)
         self.runner = events.EventRunner(db=self.db, flows=self.flows,

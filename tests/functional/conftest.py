@@ -347,3 +347,10 @@ def last_log(plane, uuid, action=None):
     assert entries, 'no action log entry%s for %s' % (
         '' if action is None else ' of %s' % action, uuid)
     return entries[-1]
+
+
+def reservable(plane, *names):
+    """Put hosts (every host of the plane by default) into the leases'
+    reservable pool, as an admin does: only its hosts can be leased."""
+    for name in names or plane.host_names:
+        plane.conductor.leases.db.set_reservable(name, True)

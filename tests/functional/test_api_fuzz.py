@@ -176,7 +176,7 @@ PATHS = ['/servers', '/servers/detail', '/servers/{id}',
          '/servers/{id}/action', '/servers/{id}/os-instance-actions',
          '/servers/{id}/metadata', '/servers/{id}/metadata/{key}',
          '/flavors', '/flavors/{id}', '/os-hypervisors/detail', '/leases',
-         '/leases/{id}']
+         '/leases/{id}', '/os-hosts', '/os-hosts/{id}']
 _ID = st.one_of(st.uuids().map(str), st.text(max_size=20).filter(
     lambda s: '/' not in s and '?' not in s and '#' not in s),
     st.just('x' * 5000), st.just('..'), st.just('%00'))

@@ -23,6 +23,7 @@ from conductor.leases import events
 from conductor.leases import rpcapi as lease_rpcapi
 from tests.functional.conftest import build
 from tests.functional.conftest import faults
+from tests.functional.conftest import reservable
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import summary
 from tests.functional.conftest import wait_heartbeat
@@ -49,6 +50,7 @@ def lplane(conf, make_plane, clock):
     set_opts(conf, 'conductor', flavors=conf.conductor.flavors + [HUGE])
     set_opts(conf, 'leases', before_end=30)
     plane = make_plane(hosts=3, clock=clock)
+    reservable(plane)
     flows = plane.conductor.leases.flows
     flows.notifier = Recorder(flows.notifier)
     plane.leases = lease_rpcapi.LeaseAPI(plane.client)

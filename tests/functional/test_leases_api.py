@@ -14,6 +14,7 @@ from common.leases import lease as ls
 from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
+from tests.functional.conftest import reservable
 from tests.functional.conftest import wait_heartbeat
 
 HOUR = datetime.timedelta(hours=1)
@@ -21,7 +22,9 @@ HOUR = datetime.timedelta(hours=1)
 
 @pytest.fixture
 def plane(make_plane, clock):
-    return make_plane(hosts=2, clock=clock)
+    plane = make_plane(hosts=2, clock=clock)
+    reservable(plane)
+    return plane
 
 
 @pytest.fixture

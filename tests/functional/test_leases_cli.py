@@ -10,10 +10,12 @@ import pytest
 from api import server as server_mod
 from api.cli import main as cli_main
 from tests.functional import api_support
+from tests.functional.conftest import reservable
 
 
 @pytest.fixture
 def endpoint(plane):
+    reservable(plane)
     api_server = server_mod.ApiServer(api_support.make_app(plane), port=0,
                                       threads=4).start()
     yield api_server.url
@@ -86,3 +88,28 @@ def test_a_bad_date_says_which_field(tristate):
     assert code == 1
     assert 'Invalid input for field/attribute end_date' in err
     assert '(HTTP 400)' in err
+
+
+def test_the_lease_host_commands(endpoint, capsys):
+    """An admin manages the reservable pool; a project may not."""
+    def run(token, *argv):
+        root = logging.getLogger()
+        level, handlers = root.level, list(root.handlers)
+        try:
+            code = cli_main.main(['--os-endpoint', endpoint, '--os-token',
+                                  token, 'lease', 'host', *argv])
+        finally:
+            root.setLevel(level)
+            root.handlers[:] = handlers
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    admin = api_support.ADMIN_TOKEN
+    assert run(admin, 'remove', 'host1', 'host2')[0] == 0
+    code, out, _err = run(admin, 'list', '-f', 'json')
+    assert (code, json.loads(out)) == (0, [])
+    assert run(admin, 'add', 'host2')[0] == 0
+    code, out, _err = run(admin, 'list', '-f', 'json')
+    assert [h['Host'] for h in json.loads(out)] == ['host2']
+    code, _out, err = run(api_support.new_project(), 'add', 'host1')
+    assert code == 1 and '(HTTP 403)' in err

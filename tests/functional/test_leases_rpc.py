@@ -12,6 +12,7 @@ from conductor import manager as conductor_manager
 from conductor import rpcapi as conductor_rpcapi
 from conductor.leases import manager as lease_manager
 from conductor.leases import rpcapi as lease_rpcapi
+from tests.functional.conftest import reservable
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_idle
 
@@ -83,6 +84,7 @@ def test_a_client_capped_at_1_0(conf, make_plane, ctx, monkeypatch):
 
 def test_an_uncapped_client_sends_1_1_only_when_needed(plane, ctx,
                                                        monkeypatch):
+    reservable(plane)
     client = plane.client
     spy = Spy(client.client, monkeypatch)
     leases = lease_rpcapi.LeaseAPI(client)

@@ -93,11 +93,11 @@ class DetourOps:
                             % dom.UUIDString())
         xml = _inactive_xml(dom)
         self._instance(dom, xml)
-        was_running = bool(dom.isActive())
+        was_running = self._up(dom)
         fmt = disks.create_disk(image, files.rescue_disk, 0)
         files.save('rescue', {'xml': xml, 'was_running': was_running})
         try:
-            if was_running:
+            if dom.isActive():          # running, or kept after it stopped
                 self._destroy_active(dom)
             rescue = dom.connect().defineXML(self._definition(
                 dom, xml, disks=[(files.rescue_disk, fmt), *config.disks_of(xml)]))
@@ -142,11 +142,11 @@ class DetourOps:
         files = self._files(dom.UUIDString())
         xml = _inactive_xml(dom)
         _name, flavor, _image = self._instance(dom, xml)
-        was_running = bool(dom.isActive())
+        was_running = self._up(dom)
         files.create()
         fmt = disks.create_disk(image, files.disk + '.new', flavor.disk_gb)
         try:
-            if was_running:
+            if dom.isActive():          # running, or kept after it stopped
                 self._destroy_active(dom)
             if dom.hasManagedSaveImage(0):
                 dom.managedSaveRemove(0)
@@ -174,7 +174,7 @@ class DetourOps:
                             'confirmed or reverted' % dom.UUIDString())
         xml = _inactive_xml(dom)
         self._instance(dom, xml)
-        was_running = bool(dom.isActive())
+        was_running = self._up(dom)
         files.save('resize', {'xml': xml})
         try:
             self._shut_down(dom, self.shutdown_timeout)
@@ -207,7 +207,7 @@ class DetourOps:
         if saved is None:
             raise VirtError('cannot revert_resize domain %s: no resize to '
                             'revert' % dom.UUIDString())
-        was_running = bool(dom.isActive())
+        was_running = self._up(dom)
         try:
             self._shut_down(dom, self.shutdown_timeout)
             dom = dom.connect().defineXML(saved['xml'])
@@ -233,7 +233,7 @@ class DetourOps:
             raise VirtError('domain %s has no disk at %s to snapshot'
                             % (dom.UUIDString(), files.disk))
         state = self._state(dom)
-        active = bool(dom.isActive())
+        active = self._up(dom)
         if active:
             dom.managedSave(0)              # a consistent disk to copy
         try:

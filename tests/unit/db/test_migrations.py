@@ -60,7 +60,8 @@ def test_0003_counts_the_instances_that_exist(tmp_path):
         assert statedb.get_quotas('p')['usage'] == {
             'instances': len(counted), 'cores': sum(r[2] for r in counted),
             'ram': sum(r[2] * 100 for r in counted),
-            'disk': sum(r[2] for r in counted)}
+            'disk': sum(r[2] for r in counted),
+            'lease_hosts': 0, 'lease_hours': 0}
         later = statedb.tenant_usage(
             start=now, end=api.utcnow() + datetime.timedelta(hours=1))['p']
         assert [s['instance_id'] for s in later['server_usages'].values()] \

@@ -57,7 +57,8 @@ def test_hard_delete_frees_at_once(statedb, ctx, instances):
     with pytest.raises(exception.QuotaExceeded):
         instances.create()
     statedb.hard_delete(ctx, uuid)
-    assert _usage(statedb) == quotas.NOTHING
+    assert _usage(statedb) == dict(quotas.NOTHING, lease_hosts=0,
+                                   lease_hours=0)
     instances.create()
     assert _usage(statedb)['instances'] == 1
 

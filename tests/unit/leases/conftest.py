@@ -59,7 +59,10 @@ def ldb(db, clock, statedb):
     for i, name in enumerate(HOSTS):
         statedb.host_heartbeat(name, vcpus=8 * (i + 1),
                                memory_mb=8192 * (i + 1), disk_gb=100)
-    return leases_db.LeaseDB(db, clock=clock)
+    ldb = leases_db.LeaseDB(db, clock=clock)
+    for name in HOSTS:      # an admin put them into the reservable pool
+        ldb.set_reservable(name, True)
+    return ldb
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from common import exception
 from common import leases as rules
 from common.db import engine
 from common.db import leases as leases_db
+from common.db import quotas
 from common.leases import event as ev
 from common.leases import lease as ls
 from common.leases import reservation as rs
@@ -48,7 +49,8 @@ def test_not_enough_hosts_stores_nothing(ldb, make_lease):
         make_lease(count=4)
     assert err.value.code == 409
     assert 'needs at least 4 host(s)' in err.value.message
-    assert '3 enabled host(s) match' in err.value.message
+    assert '3 enabled host(s) of the reservable pool match' in (
+        err.value.message)
     assert ldb.list_leases() == []
 
 
@@ -311,3 +313,42 @@ def test_update_of_an_active_lease_keeps_its_hosts(ldb, make_lease):
     assert 'it has started, so it keeps its hosts' in err.value.message
     assert ldb.get_lease(lease['id']) == dict(
         lease, updated_at=ldb.get_lease(lease['id'])['updated_at'])
+
+
+# --- the reservable pool and the lease quotas (issue 19, item 5) -------------
+
+def test_only_hosts_of_the_reservable_pool_are_leased(ldb, make_lease):
+    ldb.set_reservable('h1', False)
+    ldb.set_reservable('h2', False)
+    assert make_lease()['reservations'][0]['hosts'] == ['h3']
+    with pytest.raises(exception.Conflict):         # h3 is held now
+        ldb.set_reservable('h3', False)
+    with pytest.raises(exception.HostNotFound):
+        ldb.set_reservable('nosuch', True)
+    assert [h['name'] for h in ldb.reservable_hosts()] == ['h3']
+
+
+def _quota(ldb, **limits):
+    defaults = dict.fromkeys(quotas.LIMITS, quotas.UNLIMITED)
+    defaults.update(limits)
+    ldb.quota = quotas.Settings(defaults)
+
+
+def test_a_projects_leases_stay_within_lease_hosts(ldb, make_lease):
+    _quota(ldb, lease_hosts=2)
+    first = make_lease(count=2)
+    assert len(first['reservations'][0]['hosts']) == 2
+    with pytest.raises(exception.QuotaExceeded) as err:
+        make_lease(start_in=3 * HOUR)       # another window, same quota
+    assert 'lease_hosts' in err.value.message
+    ldb.begin(first['id'], 'delete')
+    ldb.remove(first['id'])
+    assert make_lease(start_in=3 * HOUR)['status'] == ls.PENDING
+
+
+def test_a_lease_longer_than_lease_hours_is_refused(ldb, make_lease):
+    _quota(ldb, lease_hours=2)
+    assert make_lease(hours=2)['status'] == ls.PENDING
+    with pytest.raises(exception.QuotaExceeded) as err:
+        make_lease(hours=3, start_in=5 * HOUR)
+    assert 'lease_hours' in err.value.message

@@ -66,6 +66,21 @@ def test_from_conf_reads_the_libvirt_group(tmp_path):
     assert drv.instances_path == os.path.join(str(tmp_path), 'instances')
 
 
+@pytest.mark.parametrize('virt_type, debounce', [
+    ('kvm', 0.05), ('qemu', 0.05), ('xen', 0.5)])
+def test_the_event_debounce_defaults_by_hypervisor(tmp_path, virt_type,
+                                                   debounce):
+    """Xen (libxl) reports a guest's reboot as a stop and a start; QEMU
+    does not (tests/functional/regressions/
+    test_guest_reboot_is_not_a_stop.py)."""
+    conf = cfg.ConfigOpts()
+    tconf.register_all(conf)
+    conf([], project='tristate', default_config_files=[])
+    conf.set_override('state_dir', str(tmp_path))
+    conf.set_override('virt_type', virt_type, group='libvirt')
+    assert LibvirtDriver.from_conf(conf).event_debounce == debounce
+
+
 def test_a_raw_disk_is_a_sparse_copy_grown_to_the_flavor(tmp_path):
     image = tmp_path / 'img'
     image.write_bytes(b'x' * 5000)

@@ -2,9 +2,11 @@
 preserved domains once, and only once, they have been reported.
 
 libvirt's test driver does not honour ``preserve`` (a shutdown always
-leaves the domain inactive), so preserved domains come from a node file:
-``runstate`` 4 (SHUTDOWN) and 6 (CRASHED) are active, like a domain libxl
-keeps after the guest powered off or crashed.
+leaves the domain inactive), so preserved domains here come from a node
+file: ``runstate`` 4 (SHUTDOWN) and 6 (CRASHED) are active. libxl itself
+reports a preserved guest as active and SHUTOFF (reason SHUTDOWN or
+CRASHED): that form is emulated by ``libxl.py`` beside this file and tested
+in tests/functional/regressions/test_xen_preserved_as_libxl_reports.py.
 """
 
 import pytest
