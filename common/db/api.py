@@ -474,7 +474,11 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
     def _settle(self, conn, instance_uuid, op):
         """One allocation change at the end of a task:
         ``{'free': {'purpose': P, 'host': H}}`` (both optional) or
-        ``{'promote': P}`` (rows of purpose P become the instance's own)."""
+        ``{'promote': P}`` (rows of purpose P become the instance's own) or
+        ``{'end_moves': True}`` (a move ends without moving: see
+        :meth:`common.db.domains.DomainsMixin._end_moves`)."""
+        if op.get('end_moves'):
+            self._end_moves(conn, instance_uuid)
         if 'free' in op:
             self._free_allocations(conn, instance_uuid, **op['free'])
         if 'promote' in op:
