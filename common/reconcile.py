@@ -115,7 +115,9 @@ RULES = (
     _r({vm.RESIZED}, _ALL_POWER - {power.RUNNING, power.NOSTATE}, STORE,
        'the user decides with confirm or revert'),
     # nothing to reconcile against
-    _r({vm.ERROR}, _ALL_POWER, STORE, 'ERROR: stored only; delete or reset'),
+    _r({vm.ERROR}, _ALL_POWER, STORE, 'ERROR: stored only (a domain there '
+       'is counted on its host: its allocation kept or taken again); delete '
+       'or reset'),
     _r({vm.INITIALIZED, vm.PENDING}, _ALL_POWER, STORE,
        'not built yet: stored only'),
 )

@@ -25,6 +25,7 @@ from compute_agent.virt import fake
 from tests.functional.conftest import allocated
 from tests.functional.conftest import last_log
 from tests.functional.conftest import used
+from tests.functional.conftest import wait_for
 from tests.functional.conftest import wait_instance
 
 TINY = (1, 512, 1)
@@ -58,6 +59,9 @@ def test_an_error_instance_whose_domain_runs_is_counted_on_its_host(
         what='the lost build to fail and its domain to be reported')
     assert 'restarted and lost the task' in last_log(plane, uuid)['message']
     assert after['host'] == 'host1'
+    # counted once reconcile looked at what the report stored
+    wait_for(lambda: plane.statedb.list_allocations(instance_uuid=uuid),
+             what='the ERROR instance to be counted on host1')
     assert [a['host'] for a in plane.statedb.list_allocations(
         instance_uuid=uuid)] == ['host1']
     assert used(plane, 'host1') == allocated(plane, 'host1') == TINY
