@@ -132,9 +132,8 @@ def settle_on_failure(action, vm_state=None, *, rolled_back=True,
     that ends in ERROR keeps its allocation unless ``power`` (the result's
     report, or the last one stored for a task that vanished; None: not
     known; by default nothing was spawned) says the domain is gone. A
-    rebuild of a buried
-    instance is a build; rolled back, it is PENDING again and frees what
-    it took."""
+    rebuild of a buried instance is a build; rolled back, it is PENDING
+    again and frees what it took."""
     building = action == 'build' or (action == 'rebuild'
                                      and vm_state == states.vm.PENDING)
     if not building:
@@ -337,7 +336,7 @@ class Results:
         # and the unchanged ones confirmed (on PostgreSQL, the plain ones
         # by the read itself: common.db.power._quick_confirm).
         def strays(conn):
-            self.db._record_strays(conn, host, batch.strays, read_seq)
+            self.db.record_strays_in(conn, host, batch.strays, read_seq)
         view = self.db.power_view(
             host=host if read_seq else None, uuids=reported, confirm=sort,
             read_seq=read_seq, reporter=host,

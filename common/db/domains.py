@@ -43,7 +43,7 @@ _FORGET_UNLISTED = prepared.Prepared(sa.delete(S).where(
 class DomainsMixin:
     """Needs ``self.db`` and ``self.clock``."""
 
-    def _record_strays(self, conn, host, strays, read_seq):
+    def record_strays_in(self, conn, host, strays, read_seq):
         """In ``conn``'s transaction: ``strays`` (uuid, power_state, seq),
         reported by ``host`` where their instance is not, recorded (a gone
         one removed); with ``read_seq``, those the read did not list
@@ -69,9 +69,10 @@ class DomainsMixin:
             _FORGET_UNLISTED.run(conn, host=host, seq=int(read_seq))
 
     def record_strays(self, host, strays, read_seq=None):
-        """:meth:`_record_strays` in a transaction of its own."""
+        """:meth:`record_strays_in` in a transaction of its own."""
         if strays or read_seq is not None:
-            self.db.transaction(self._record_strays, host, strays, read_seq)
+            self.db.transaction(self.record_strays_in, host, strays,
+                                read_seq)
 
     def _doom(self, conn, instance_uuid, hosts):
         """Doomed marks for ``hosts`` (see the module's docstring)."""
