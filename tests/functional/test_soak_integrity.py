@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import requests
@@ -74,16 +75,19 @@ latency = migrate_out:0.2,spawn:0.05,power_off:0.05
 
 # Server actions the workers choose from (body of POST .../action), with
 # weights: the ones that move or end a guest are the point.
+_MIGRATE = {'os-migrateLive': {'host': None, 'block_migration': 'auto'}}
 _ACTIONS = (
     ('delete', 4, None),
-    ('migrate', 6, {'os-migrateLive': {'host': None,
-                                       'block_migration': 'auto'}}),
+    ('migrate', 6, _MIGRATE),
     ('reset_active', 3, {'os-resetState': {'state': 'active'}}),
     ('reset_error', 1, {'os-resetState': {'state': 'error'}}),
     ('stop', 2, {'os-stop': None}),
     ('start', 2, {'os-start': None}),
     ('reboot', 1, {'reboot': {'type': 'HARD'}}),
     ('build', 2, None),
+    # a live migration, then a delete or a reset-state while it runs
+    # (about when the fake moves the domain: its migrate_out latency)
+    ('race', 4, None),
 )
 
 
@@ -200,13 +204,33 @@ class Driver:
         if what == 'build' or uuid is None:
             return self.build('soak-%d' % number)
         if what == 'delete':
-            resp = self.request(what, 'DELETE', '/servers/%s' % uuid)
-            if resp is not None and resp.status_code == 204:
-                with self.lock:
-                    self.uuids.remove(uuid)
-            return resp
+            return self.delete(uuid)
+        if what == 'race':
+            return self.race(uuid)
         body = next(a[2] for a in _ACTIONS if a[0] == what)
         return self.request(what, 'POST', '/servers/%s/action' % uuid, body)
+
+    def delete(self, uuid, what='delete'):
+        resp = self.request(what, 'DELETE', '/servers/%s' % uuid)
+        if resp is not None and resp.status_code == 204:
+            with self.lock:
+                if uuid in self.uuids:
+                    self.uuids.remove(uuid)
+        return resp
+
+    def race(self, uuid):
+        with self.lock:
+            delay = self.random.uniform(0.1, 0.35)
+            delete = self.random.random() < 0.5
+        resp = self.request('race migrate', 'POST',
+                            '/servers/%s/action' % uuid, _MIGRATE)
+        if resp is None or resp.status_code != 202:
+            return resp
+        time.sleep(delay)
+        if delete:
+            return self.delete(uuid, 'race delete')
+        return self.request('race reset', 'POST', '/servers/%s/action' % uuid,
+                            {'os-resetState': {'state': 'active'}})
 
 
 def _statedb(state_dir):
