@@ -192,14 +192,20 @@ def render_reconcile_md(table=reconcile.TABLE):
         '`stop` (vm_state -> stopped, no hypervisor call), `error` (vm_state '
         '-> error), `power_off` (a `power_off` task; vm_state unchanged), '
         '`destroy` (the agent destroys the domain, again at every report '
-        'until it is gone), `user_shutdown` (the instance\'s policy: `stop` '
-        'or `restart`), `crash` (the instance\'s policy: `restart` within '
+        'until it is gone), `user_shutdown` (the instance\'s policy: `stop`, '
+        '`restart`, or `delete`: hard-deleted as a user\'s DELETE does, seed '
+        '000\'s shutdown_terminate), `crash` (the instance\'s policy: `restart` within '
         '`[reconcile] crash_restart_limit` restarts per '
         '`crash_restart_window`, then `error`; or `stop`, or `error`).',
         '',
         'A domain that no instance owns is an orphan: after '
         '`[reconcile] orphan_grace` its agent applies `orphan_action` '
-        '(`log`, `stop` or `destroy`).',
+        '(`log`, `stop` or `destroy`). A domain of a hard-deleted instance '
+        'is destroyed by whichever agent reports it, whatever '
+        '`orphan_action` says; a domain of a live instance placed on another '
+        'host is never an orphan (a renamed host keeps its guests): it is '
+        'recorded for `tristate-manage check`, and destroyed only on the '
+        'destination of a move that a delete or an admin reset preempted.',
         '',
         '## oper_state',
         '',

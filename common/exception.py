@@ -144,6 +144,14 @@ class HostCapacityExceeded(Conflict):
                'GiB disk.')
 
 
+class HostFull(Conflict):
+    msg_fmt = ('Instance %(instance)s cannot be counted on its host %(host)s: '
+               'the host has no room for its %(vcpus)s vCPUs, %(memory_mb)s '
+               'MiB RAM and %(disk_gb)s GiB disk, and whatever runs on a host '
+               'must be counted there. Free room on %(host)s first, or reset '
+               'the instance to error.')
+
+
 class LeaseNotFound(NotFound):
     msg_fmt = 'Lease %(lease)s could not be found.'
 

@@ -12,8 +12,9 @@ Decisions:
 * ``store``: keep the power_state, change nothing (ERROR, builds, transients).
 * ``stop``: vm_state -> STOPPED, no hypervisor call (an implicit stop).
 * ``error``: vm_state -> ERROR with the reason.
-* ``user_shutdown``: the instance's ``user_shutdown`` policy: ``stop`` or
-  ``restart``.
+* ``user_shutdown``: the instance's ``user_shutdown`` policy: ``stop``,
+  ``restart`` or ``delete`` (seed 000's SHUTOFF -> DELETED when
+  ``shutdown_terminate``: a hard delete, quota and billing freed at once).
 * ``crash``: the instance's ``crash`` policy: ``restart`` (within a budget,
   then ERROR), ``stop`` or ``error``.
 * ``power_off``: a system task powers the domain off (vm_state unchanged).
@@ -36,6 +37,8 @@ USER_SHUTDOWN = 'user_shutdown'
 CRASH = 'crash'
 POWER_OFF = 'power_off'
 DESTROY = 'destroy'
+# What a user_shutdown policy can turn into besides the rows' decisions.
+DELETE = 'delete'
 DECISIONS = (NONE, STORE, STOP, ERROR, USER_SHUTDOWN, CRASH, POWER_OFF,
              DESTROY)
 
@@ -112,7 +115,9 @@ RULES = (
     _r({vm.RESIZED}, _ALL_POWER - {power.RUNNING, power.NOSTATE}, STORE,
        'the user decides with confirm or revert'),
     # nothing to reconcile against
-    _r({vm.ERROR}, _ALL_POWER, STORE, 'ERROR: stored only; delete or reset'),
+    _r({vm.ERROR}, _ALL_POWER, STORE, 'ERROR: stored only (a domain there '
+       'is counted on its host: its allocation kept or taken again); delete '
+       'or reset'),
     _r({vm.INITIALIZED, vm.PENDING}, _ALL_POWER, STORE,
        'not built yet: stored only'),
 )

@@ -194,5 +194,5 @@ ACTION_RESULTS = (RESULT_RUNNING, RESULT_SUCCESS, RESULT_ROLLED_BACK,
 
 # --- per-instance reconcile policies -------------------------------------------
 
-USER_SHUTDOWN_POLICIES = ('stop', 'restart')
+USER_SHUTDOWN_POLICIES = ('stop', 'restart', 'delete')
 CRASH_POLICIES = ('restart', 'stop', 'error')

@@ -273,6 +273,19 @@ class Flows:
         self.request_destroy(ctx, after)
         return after
 
+    def reset_state(self, ctx, instance_uuid, state):
+        """Admin reset; the destination of a move it preempted is told
+        at once to destroy its copy (and again by each of its reports:
+        :meth:`common.db.domains.DomainsMixin.doomed_on`)."""
+        sched = self.conf.scheduler
+        after = self.gateway.reset_state(
+            ctx, instance_uuid, state,
+            ratios=(sched.cpu_allocation_ratio, sched.ram_allocation_ratio,
+                    sched.disk_allocation_ratio))
+        for host in after.pop('doomed_hosts', ()):
+            self.request_destroy(ctx, {'uuid': instance_uuid, 'host': host})
+        return after
+
     def request_destroy(self, ctx, inst):
         """Best effort: the agent's next report triggers it again if lost."""
         if not inst.get('host'):

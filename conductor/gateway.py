@@ -186,10 +186,12 @@ class TaskGateway:
         self._notify_update(ctx, before, after)
         self._notify_action(ctx, 'delete', 'end', after)
 
-    def reset_state(self, ctx, instance_uuid, state):
+    def reset_state(self, ctx, instance_uuid, state, *,
+                    ratios=(1.0, 1.0, 1.0)):
         if not ctx.is_admin:
             raise exception.Forbidden(action='reset_state (admin only)')
-        before, after = self.db.reset_state(ctx, instance_uuid, state)
+        before, after = self.db.reset_state(ctx, instance_uuid, state,
+                                            ratios=ratios)
         self._notify_update(ctx, before, after)
         self._notify_action(ctx, 'reset_state', 'end', after)
         metrics.task_ended(before, after, 'preempted')

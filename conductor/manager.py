@@ -85,7 +85,7 @@ class ConductorManager:
 
     @_expected
     def reset_state(self, ctx, instance_uuid, state):
-        return self.gateway.reset_state(ctx, instance_uuid, state)
+        return self.flows.reset_state(ctx, instance_uuid, state)
 
     @_expected
     def update_policies(self, ctx, instance_uuid, policies):

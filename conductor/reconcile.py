@@ -22,8 +22,13 @@ LOG = logging.getLogger(__name__)
 CRASH_PREFIX = 'crash restart'
 
 # A policy names what a per-instance choice turns into.
-_USER_SHUTDOWN = {'stop': rtable.STOP, 'restart': 'restart'}
+_USER_SHUTDOWN = {'stop': rtable.STOP, 'restart': 'restart',
+                  'delete': rtable.DELETE}
 _CRASH = {'restart': 'restart', 'stop': rtable.STOP, 'error': rtable.ERROR}
+
+
+class _Moved(Exception):
+    """The instance changed since reconcile decided: nothing to do."""
 
 
 class Reconciler:
@@ -38,6 +43,12 @@ class Reconciler:
         destroyed (the caller tells the agent)."""
         if inst['task_id'] is not None:
             return False            # a task runs: store only (bottom-up)
+        if (inst['vm_state'] == states.vm.ERROR and inst['host']
+                and inst['power_state'] != states.power.NOSTATE
+                and self.db.count_running_error(inst['uuid'])):
+            LOG.warning('Instance %s is ERROR and its domain is on host %s: '
+                        'counted there again (whatever runs on a host is '
+                        'counted there)', inst['uuid'], inst['host'])
         rule = rtable.TABLE.decide(inst['vm_state'], inst['power_state'],
                                    inst['power_reason'])
         decision, why = self._resolve(inst, rule)
@@ -50,6 +61,8 @@ class Reconciler:
             self._run_task(inst, 'power_on', why)
         elif decision == rtable.POWER_OFF:
             self._run_task(inst, 'power_off', why)
+        elif decision == rtable.DELETE:
+            self._delete(inst, why)
         return False
 
     def _resolve(self, inst, rule):
@@ -100,6 +113,30 @@ class Reconciler:
                  before['vm_state'], target, why)
         self.gateway.notify_reconciled(ctx, before, after)
         self._notify(ctx, after, decision, why)
+
+    def _delete(self, inst, why):
+        """user_shutdown policy ``delete``: the hard delete a user's
+        DELETE makes (quota and billing freed in its transaction), taken
+        only while the instance is as decided on (no task, same vm_state,
+        no newer report), then the domain destroyed."""
+        ctx = tcontext.get_admin_context()
+
+        def unchanged(row):
+            if (row['task_id'] is not None
+                    or row['vm_state'] != inst['vm_state']
+                    or row['power_seq'] != inst['power_seq']):
+                raise _Moved()
+        why = '%s; user_shutdown policy delete' % why
+        try:
+            before, after = self.db.hard_delete(ctx, inst['uuid'],
+                                                check=unchanged, message=why)
+        except _Moved:
+            return          # a task or a newer report came first
+        LOG.info('Reconcile: instance %s hard-deleted: %s', inst['uuid'], why)
+        self.gateway.notify_deleted(ctx, before, after)
+        self._notify(ctx, after, rtable.DELETE, why)
+        metrics.task_ended(before, after, 'preempted')
+        self.flows.request_destroy(ctx, after)
 
     def _run_task(self, inst, action, why):
         ctx = tcontext.get_admin_context()

@@ -30,7 +30,10 @@ _ON_FAILURE = {
     'build': [{'free': {}}],
     'rebuild': [],
     'resize': [{'free': {'purpose': 'resize'}}],
-    'live_migrate': [{'free': {'purpose': 'migration'}}],
+    # the destination freed and doomed: a copy the move left there (its
+    # result lost with a restarted agent, or the move half-done) is
+    # destroyed by the destination's reports (common/db/domains.py)
+    'live_migrate': [{'end_moves': True}],
 }
 
 
@@ -61,6 +64,10 @@ class _Batch:
         self.confirmed = []     # (uuid, seq, state, reason) unchanged
         self.recheck = []       # unchanged, but reconcile may act
         self.changed = []       # (report, stored row) to write
+        # (uuid, power_state, seq) reported where no live instance of
+        # theirs is placed (common.db.domains)
+        self.strays = []
+        self.elsewhere = []     # of live instances placed on another host
 
 
 def _plainly_same(host, report, row):
@@ -113,11 +120,30 @@ def _is_read_seq(full):
             and 0 < full < states.SEQ_LIMIT)
 
 
-def settle_on_failure(action, vm_state=None):
-    # A rebuild of a buried instance is a build: it frees what it took.
-    if action == 'rebuild' and vm_state == states.vm.PENDING:
+# What a failed task left on its host, for settle_on_failure: nothing (a
+# task never sent), as a report of a domain that is gone says.
+NOTHING_SPAWNED = {'power_state': states.power.NOSTATE}
+
+
+def settle_on_failure(action, vm_state=None, *, rolled_back=True,
+                      power=NOTHING_SPAWNED):
+    """The allocation changes of a failed task. A build frees what it
+    took, but whatever runs on a host is counted there (issue 19): a build
+    that ends in ERROR keeps its allocation unless ``power`` (the result's
+    report, or the last one stored for a task that vanished; None: not
+    known; by default nothing was spawned) says the domain is gone. A
+    rebuild of a buried instance is a build; rolled back, it is PENDING
+    again and frees what it took."""
+    building = action == 'build' or (action == 'rebuild'
+                                     and vm_state == states.vm.PENDING)
+    if not building:
+        return _ON_FAILURE.get(action, [])
+    if action == 'rebuild' and rolled_back:
         return _ON_FAILURE['build']
-    return _ON_FAILURE.get(action, [])
+    if power is not None and states.normalize_power_state(
+            power['power_state']) == states.power.NOSTATE:
+        return _ON_FAILURE['build']
+    return []
 
 
 class Results:
@@ -181,7 +207,8 @@ class Results:
         after = self.gateway.fail(
             ctx, instance_uuid, host=host, error=error,
             rolled_back=rolled_back, power=power,
-            settle=settle_on_failure(action, inst['vm_state']))
+            settle=settle_on_failure(action, inst['vm_state'],
+                                     rolled_back=rolled_back, power=power))
         now = self.db.get_instance(instance_uuid)
         # A failed reconcile task (power_on, power_off) on a domain that did
         # not change would be decided and fail again at once, forever: the
@@ -236,10 +263,16 @@ class Results:
 
     def _end_vanished(self, ctx, inst, why):
         action = inst['task_action']
+        rolled_back = gw.timeout_rolls_back(action)
         return self.gateway.fail_quietly(
             ctx.for_task(inst['task_id']), inst['uuid'], error=why,
-            rolled_back=gw.timeout_rolls_back(action),
-            settle=settle_on_failure(action, inst['vm_state']))
+            rolled_back=rolled_back,
+            # the domain as last reported: a build that vanished after its
+            # domain was seen keeps what it holds; one whose domain shows
+            # up later is counted then (Reconciler.consider)
+            settle=settle_on_failure(
+                action, inst['vm_state'], rolled_back=rolled_back,
+                power={'power_state': inst['power_state']}))
 
     def reap(self, ctx, now):
         """Fail tasks with no progress for longer than their timeout."""
@@ -303,16 +336,21 @@ class Results:
         # reported domain not among them (elsewhere now, or hard-deleted),
         # and the unchanged ones confirmed (on PostgreSQL, the plain ones
         # by the read itself: common.db.power._quick_confirm).
+        def strays(conn):
+            self.db.record_strays_in(conn, host, batch.strays, read_seq)
         view = self.db.power_view(
             host=host if read_seq else None, uuids=reported, confirm=sort,
             read_seq=read_seq, reporter=host,
             beat=None if beat is None else dict(beat, host=host),
-            reports=reports)
+            reports=reports, also=strays)
         if read_seq:
             self._not_found(host, view.values(), reported, read_seq)
+        recorded = len(batch.strays)
         for report, row in batch.changed:
             self._write(host, report, row, batch)
+        self.db.record_strays(host, batch.strays[recorded:])
         batch.destroy.extend(self._recheck(batch.recheck))
+        batch.destroy.extend(self.db.doomed_on(host, batch.elsewhere))
         conf = self.conf.reconcile
         return {'destroy': batch.destroy,
                 'orphans': {'uuids': batch.orphans,
@@ -329,8 +367,8 @@ class Results:
                 self._unchanged(host, report, row, batch)
             elif verdict is _CHANGED:
                 batch.changed.append((report, row))
-            elif self._is_orphan(host, report, row):
-                batch.orphans.append(report['uuid'])
+            else:
+                self._unplaced(host, report, row, batch)
         except _BAD_REPORT as err:
             LOG.warning('Bad power report from %s ignored: %r (%s)',
                         host, report, err)
@@ -359,8 +397,9 @@ class Results:
         if stored is not None:
             if self.reconciler.consider(stored):
                 batch.destroy.append(report['uuid'])
-        elif self._is_orphan(host, report, row):
-            batch.orphans.append(report['uuid'])
+        else:
+            self._unplaced(host, report, self.db.get_instances(
+                [report['uuid']]).get(report['uuid']), batch)
 
     def _recheck(self, uuids):
         """Reconcile unchanged instances the table may act on (a power_off
@@ -403,13 +442,31 @@ class Results:
             state=states.normalize_power_state(report['power_state']),
             reason=report.get('reason'), seq=report['seq'])
 
-    def _is_orphan(self, host, report, inst=None):
-        """A running domain whose report was not stored: no instance at
-        all, or one that lives on another host now (a leftover of a
-        migration). Never while the instance's task runs: a migration's
-        destination has the domain before the instance moves there."""
-        if report['power_state'] == states.power.NOSTATE:
-            return False
-        if inst is None:
-            return True
-        return inst['host'] != host and inst['task_id'] is None
+    @staticmethod
+    def _unplaced(host, report, row, batch):
+        """A report that was not stored: older than what is stored (nothing
+        to do), or of a domain where no live instance of its own is placed
+        (issue 19), which is recorded (a stray, for ``check``) and then:
+        of no instance at all, an orphan (the ``orphan_action`` policy's);
+        of a hard-deleted instance, destroyed, wherever it ended up (a
+        move the delete preempted); of a live instance placed on another
+        host (a renamed host, a preempted move), never an orphan: it is
+        destroyed only where a preempted move doomed it
+        (:meth:`common.db.domains.DomainsMixin.doomed_on`). Nothing while
+        the instance's task runs: a move's destination has the domain
+        before the instance moves there."""
+        if row is not None and (row['host'] == host
+                                or row['task_id'] is not None):
+            return
+        uuid = report['uuid']
+        state = states.normalize_power_state(report['power_state'])
+        batch.strays.append((uuid, state,
+                             states.normalize_power_seq(report['seq'])))
+        if state == states.power.NOSTATE:
+            return
+        if row is None:
+            batch.orphans.append(uuid)
+        elif row['vm_state'] == states.vm.HARD_DELETED:
+            batch.destroy.append(uuid)
+        else:
+            batch.elsewhere.append(uuid)

@@ -48,10 +48,11 @@ opts = [
                      'NAME:VCPUS:MEMORY_MB:DISK_GB. Default: tiny 1/512/1, '
                      'small 1/2048/20, medium 2/4096/40, large 4/8192/80.'),
     cfg.StrOpt('default_user_shutdown', default='stop',
-               choices=['stop', 'restart'],
+               choices=['stop', 'restart', 'delete'],
                help='user_shutdown policy of new instances that do not set '
-                    'one: stop (follow the guest: STOPPED) or restart. '
-                    'Default: stop.'),
+                    'one: stop (follow the guest: STOPPED), restart, or '
+                    'delete (hard-delete the instance, as a cloud with '
+                    'shutdown_terminate does). Default: stop.'),
     cfg.StrOpt('default_crash', default='restart',
                choices=['restart', 'stop', 'error'],
                help='crash policy of new instances that do not set one. '

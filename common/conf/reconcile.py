@@ -21,7 +21,10 @@ opts = [
                choices=['log', 'stop', 'destroy'],
                help='What an agent does with a domain on its host that no '
                     'instance owns, once orphan_grace has passed: log it, '
-                    'stop it, or destroy it. Default: log.'),
+                    'stop it, or destroy it. Default: log. A domain of a '
+                    'hard-deleted instance is destroyed whatever this says; '
+                    'one of a live instance placed on another host (a '
+                    'renamed host) is never an orphan.'),
     cfg.IntOpt('orphan_grace', default=300, min=0,
                help='Seconds a domain must stay unowned before orphan_action '
                     'applies, so that a build in flight is never touched. '

@@ -34,6 +34,7 @@ from common import actions
 from common import exception
 from common import states
 from common.db import accounting
+from common.db import domains
 from common.db import hosts as hosts_db
 from common.db import models
 from common.db import power as power_db
@@ -207,7 +208,7 @@ def _host_guard(host):
 
 
 class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
-              hosts_db.HostsMixin):
+              hosts_db.HostsMixin, domains.DomainsMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -473,7 +474,11 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
     def _settle(self, conn, instance_uuid, op):
         """One allocation change at the end of a task:
         ``{'free': {'purpose': P, 'host': H}}`` (both optional) or
-        ``{'promote': P}`` (rows of purpose P become the instance's own)."""
+        ``{'promote': P}`` (rows of purpose P become the instance's own) or
+        ``{'end_moves': True}`` (a move ends without moving: see
+        :meth:`common.db.domains.DomainsMixin._end_moves`)."""
+        if op.get('end_moves'):
+            self._end_moves(conn, instance_uuid)
         if 'free' in op:
             self._free_allocations(conn, instance_uuid, **op['free'])
         if 'promote' in op:
@@ -535,7 +540,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
 
     # --- preempting database-only actions -------------------------------------
 
-    def hard_delete(self, ctx, instance_uuid, *, check=None):
+    def hard_delete(self, ctx, instance_uuid, *, check=None, message=None):
         """Mark the instance HARD_DELETED at once and free what it holds.
 
         Always succeeds while the database answers: preempts any task, needs
@@ -543,8 +548,9 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         nothing. Another project's instance is not found (unless ``ctx`` is
         an admin's). ``check(instance)``, if given, runs on the row read in
         the transaction, before any change, and may raise to refuse (the
-        API's policy check: one read instead of two). Returns ``(before,
-        after)``.
+        API's policy check: one read instead of two). ``message``: why, for
+        the action log (reconcile's user_shutdown policy). Returns
+        ``(before, after)``.
         """
         def txn(conn):
             before = check_owner(ctx, self._get(conn, instance_uuid,
@@ -562,12 +568,21 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             after = dict(before, **values)
             self._accounted(conn, after, now)
             self._log_instant(conn, ctx, instance_uuid, 'delete',
-                              before['vm_state'], vm.HARD_DELETED, now)
+                              before['vm_state'], vm.HARD_DELETED, now,
+                              message)
             return before, after
         return self.db.transaction(txn)
 
-    def reset_state(self, ctx, instance_uuid, target):
-        """Admin reset to ``target`` (ACTIVE or ERROR), clearing any task."""
+    def reset_state(self, ctx, instance_uuid, target, *,
+                    ratios=(1.0, 1.0, 1.0)):
+        """Admin reset to ``target`` (ACTIVE or ERROR), clearing any task.
+
+        A move it preempts ends there: the destination's allocation is
+        freed and the destination doomed to destroy its copy (returned as
+        ``after['doomed_hosts']``, to be told at once). To ACTIVE, the
+        instance is counted on its host in the same transaction (under
+        ``ratios``), or the reset is refused
+        (:class:`~common.exception.HostFull`): issue 19."""
         allowed = TABLE.allowed_from('reset_state', target)
         if target not in TABLE.targets('reset_state'):
             raise exception.InvalidState(
@@ -584,8 +599,11 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             if res.rowcount != 1:
                 self._explain_denial(conn, instance_uuid, 'reset_state',
                                      allowed)
+            doomed = self._end_moves(conn, instance_uuid)
+            if target == vm.ACTIVE:
+                self._count_on_host(conn, before, ratios)
             self._preempt_log(conn, instance_uuid, target, now)
-            after = dict(before, **values)
+            after = dict(before, **values, doomed_hosts=doomed)
             self._accounted(conn, after, now)
             self._log_instant(conn, ctx, instance_uuid, 'reset_state',
                               before['vm_state'], target, now)

@@ -28,6 +28,12 @@ What is checked, and where the rule comes from:
   is stamped in the future. Whether a stored report is older than one the
   conductor received cannot be told from the rows alone: the reports that
   were ignored leave no trace. The fault tests check that end to end.
+* domains (issue 19: whatever runs on a host is counted on that host, and
+  no guest outlives its instance): a domain reported on its instance's host
+  for an idle instance that holds no allocation there; a hard-deleted
+  instance's domain reported since the delete (on its host, or on any other:
+  ``stray_domains``); a domain reported on a host other than its live
+  instance's (``stray_domains``, :mod:`common.db.domains`).
 """
 
 import dataclasses
@@ -46,6 +52,7 @@ I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
 H = models.Host.__table__
 A = models.Allocation.__table__
 LOGT = models.InstanceAction.__table__
+S = models.StrayDomain.__table__
 
 TABLE = actions.TABLE
 _RESOURCES = ('vcpus', 'memory_mb', 'disk_gb')
@@ -124,6 +131,7 @@ class Snapshot:
     allocations: list
     running_log: list       # action log entries still 'running'
     bad_log: list           # entries that ended without a proper end
+    strays: list = dataclasses.field(default_factory=list)  # reported ones
 
 
 def _rows(conn, query):
@@ -142,7 +150,11 @@ def _read(conn):
             LOGT.c.result == states.RESULT_RUNNING).order_by(LOGT.c.id)),
         bad_log=_rows(conn, sa.select(LOGT).where(
             LOGT.c.result != states.RESULT_RUNNING, ended_badly
-        ).order_by(LOGT.c.id)))
+        ).order_by(LOGT.c.id)),
+        strays=_rows(conn, sa.select(S).where(
+            S.c.power_state.is_not(None),
+            S.c.power_state != states.power.NOSTATE).order_by(
+                S.c.host, S.c.instance_uuid)))
 
 
 def read_snapshot(database):
@@ -312,8 +324,54 @@ def _power_of(inst, limits):
                     % (stamped, limits.now))
 
 
+def check_domains(snap, limits):
+    counted = {(a['instance_uuid'], a['host']) for a in snap.allocations
+               if a['purpose'] == 'instance'}
+    for inst in snap.instances:
+        yield from _domain_of(inst, counted)
+    by_uuid = {i['uuid']: i for i in snap.instances}
+    for stray in snap.strays:
+        yield from _stray(stray, by_uuid.get(stray['instance_uuid']))
+
+
+def _state_name(power_state):
+    return states.POWER_STATES.get(power_state, power_state)
+
+
+def _domain_of(inst, counted):
+    if inst['power_state'] == states.power.NOSTATE or inst['host'] is None:
+        return
+    if inst['vm_state'] == vm.HARD_DELETED:
+        deleted, seen = inst['hard_deleted_at'], inst['power_reported_at']
+        if deleted is not None and seen is not None and seen > deleted:
+            yield _inst(inst, 'is hard-deleted but host %s reported its '
+                        'domain %s at %s, after the delete (%s)' % (
+                            inst['host'], _state_name(inst['power_state']),
+                            seen, deleted))
+        return
+    if (inst['task_id'] is None and inst['power_seq'] > 0
+            and (inst['uuid'], inst['host']) not in counted):
+        yield _inst(inst, 'is %s and its domain is reported %s on host %s, '
+                    'but it holds no allocation there' % (
+                        inst['vm_state'], _state_name(inst['power_state']),
+                        inst['host']))
+
+
+def _stray(stray, inst):
+    if inst is None:
+        return          # an orphan: the orphan_action policy's
+    where = 'host %s reported its domain %s at %s' % (
+        stray['host'], _state_name(stray['power_state']),
+        stray['reported_at'])
+    if inst['vm_state'] == vm.HARD_DELETED:
+        yield _inst(inst, 'is hard-deleted but %s' % where)
+    elif inst['host'] != stray['host'] and inst['task_id'] is None:
+        yield _inst(inst, 'is placed on host %s but %s' % (inst['host'],
+                                                            where))
+
+
 CHECKS = (check_tasks, check_action_log, check_hosts, check_instances,
-          check_power)
+          check_power, check_domains)
 
 
 def _inst(inst, problem):
@@ -334,4 +392,5 @@ def find_violations(database, limits, clock=db_api.utcnow):
     found = [v for check in CHECKS for v in check(snap, limits)]
     return found, {'instances': len(snap.instances), 'hosts': len(snap.hosts),
                    'allocations': len(snap.allocations),
-                   'running tasks': len(snap.running_log)}
+                   'running tasks': len(snap.running_log),
+                   'stray domains': len(snap.strays)}

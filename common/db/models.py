@@ -333,3 +333,27 @@ class Service(Base):
     version: Mapped[str | None] = mapped_column(String(64))
     started_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     last_seen: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+# --- domains the instances table cannot place (issue 19) ----------------------
+# Written only by common/db/domains.py.
+
+class StrayDomain(Base):
+    """A domain an agent reported on a host where its instance is not
+    placed (a leftover of a move, a renamed host), or of a hard-deleted
+    instance, or of no instance; and, ``doomed``, a host told to destroy
+    its copy of an instance (the destination of a move that a delete or an
+    admin reset preempted), reported or not yet. ``tristate-manage check``
+    names every one reported; a full report of its host that no longer
+    lists it removes it."""
+    __tablename__ = 'stray_domains'
+
+    host: Mapped[str] = mapped_column(_name, primary_key=True)
+    # no foreign key: a domain no instance ever owned is recorded too
+    instance_uuid: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    # None: not reported yet (a doomed mark only)
+    power_state: Mapped[int | None] = mapped_column(Integer)
+    power_seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    reported_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    doomed: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)

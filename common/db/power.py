@@ -30,6 +30,7 @@ from common.db import prepared
 from common.db.prepared import bind
 from common.states import POWER_STATES
 from common.states import SEQ_LIMIT
+from common.states import power
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, as in api.py)
@@ -38,8 +39,13 @@ I = models.Instance.__table__          # noqa: E741 (the table, as in api.py)
 POWER_KEYS = ('uuid', 'host', 'task_id', 'vm_state', 'power_state',
               'power_reason', 'power_seq')
 _COLUMNS = [I.c[key] for key in POWER_KEYS]
+# The instances of a host a full report speaks for: the live ones, and the
+# hard-deleted ones whose domain was last seen there (a read that no longer
+# finds it stores it gone: issue 19).
+_REPORTED_ON = sa.or_(I.c.vm_state != vm.HARD_DELETED,
+                      I.c.power_state != power.NOSTATE)
 _ON_HOST = prepared.Prepared(sa.select(*_COLUMNS).where(
-    I.c.host == bind('host'), I.c.vm_state != vm.HARD_DELETED))
+    I.c.host == bind('host'), _REPORTED_ON))
 
 # A list of uuids is bound one per slot, padded with NULL (which matches
 # nothing) up to the next of these sizes: an expanding IN cannot be
@@ -131,7 +137,7 @@ def _full_read_statement(with_beat):
                 I.c.uuid).cte('confirmed')
         read = sa.select(*_COLUMNS, I.c.uuid.in_(
             sa.select(confirmed.c.uuid)).label('confirmed')).where(
-                I.c.host == bind('host'), I.c.vm_state != vm.HARD_DELETED)
+                I.c.host == bind('host'), _REPORTED_ON)
         if not with_beat:
             return read
         rows = read.subquery('on_host')
@@ -175,7 +181,8 @@ class PowerMixin:
     """Needs ``self.db`` and ``self.clock``."""
 
     def power_view(self, *, host=None, uuids=(), confirm=None,
-                   read_seq=None, beat=None, reports=None, reporter=None):
+                   read_seq=None, beat=None, reports=None, reporter=None,
+                   also=None):
         """{uuid: {POWER_KEYS...}} of the instances placed on ``host`` (not
         hard-deleted) and of those of ``uuids`` not among them (wherever
         they are, hard-deleted too).
@@ -193,6 +200,9 @@ class PowerMixin:
         ``reporter``: the host whose agent sent the reports, when it is not
         ``host`` (reports of events read only the instances they name): the
         confirm moves only instances placed on it.
+
+        ``also``: called with the connection last, in the same
+        transaction (the strays the sort found: :mod:`common.db.domains`).
 
         ``reports``: a full read's (``host`` and ``read_seq``). On
         PostgreSQL those of :func:`_quick_confirm` that say what is stored
@@ -217,6 +227,8 @@ class PowerMixin:
             if confirm is not None:
                 self._confirm(conn, reporter or host, confirm(found, done),
                               read_seq)
+            if also is not None:
+                also(conn)
             return found
         if beat is None and not host and not any(
                 u is not None for u in uuids):

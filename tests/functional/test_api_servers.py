@@ -156,7 +156,7 @@ def test_invalid_policy_value_names_the_allowed_ones(api):
         'name': 'x', 'flavorRef': 'tiny', 'imageRef': 'cirros',
         'metadata': {'tristate:user_shutdown': 'reboot'}}})
     assert resp.status_code == 400
-    assert "['stop', 'restart']" in message(resp)
+    assert "['stop', 'restart', 'delete']" in message(resp)
 
 
 def test_bad_bodies_and_unknown_flavor_are_400(api):
@@ -241,7 +241,7 @@ def test_metadata_show_and_change(api, shared_plane):
     ('tristate:crash', {'meta': {'tristate:crash': 'explode'}},
      "['restart', 'stop', 'error']"),
     ('tristate:user_shutdown', {'meta': {'tristate:user_shutdown': 'x'}},
-     "['stop', 'restart']"),
+     "['stop', 'restart', 'delete']"),
     ('owner', {'meta': {'owner': 'me'}}, 'tristate:crash, '
      'tristate:user_shutdown'),
     ('tristate:crash', {'meta': {'tristate:user_shutdown': 'stop'}},

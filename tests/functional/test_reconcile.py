@@ -396,7 +396,7 @@ def test_policies_changed_later_take_effect(rplane, ctx):
 
 
 @pytest.mark.parametrize('policies,allowed', [
-    ({'user_shutdown': 'reboot'}, 'stop, restart'),
+    ({'user_shutdown': 'reboot'}, 'stop, restart, delete'),
     ({'crash': 'ignore'}, 'restart, stop, error'),
     ({'user_shutdown': 'stop', 'crash': 'sometimes'}, 'restart, stop, error'),
 ])

@@ -103,6 +103,65 @@ def test_check_names_every_violation_and_exits_1(conf_file, tmp_path,
     assert lines[-1].startswith('3 violation(s) found')
 
 
+def _bad_domains(statedb, which):
+    """One broken rule of issue 19, made by hand: an instance on node1
+    whose domain is uncounted, outlives it, or is reported elsewhere."""
+    import sqlalchemy as sa
+    from common import context
+    from common.db import models
+    ctx = context.get_admin_context()
+    inst = statedb.create_instance(ctx, {
+        'name': 'vm', 'project_id': 'p', 'user_id': 'u',
+        'flavor_name': 'tiny', 'vcpus': 1, 'memory_mb': 512, 'disk_gb': 1,
+        'image_ref': 'cirros'})
+    uuid, task = inst['uuid'], ctx.for_task(inst['task_id'])
+    statedb.allocate(task, uuid, 'node1', vcpus=1, memory_mb=512, disk_gb=1)
+    statedb.finish_task(task, uuid)
+    statedb.store_power_report(uuid, host='node1', state='RUNNING', seq=3)
+    if which == 'uncounted':
+        statedb.db.transaction(lambda conn: conn.execute(sa.delete(
+            models.Allocation.__table__)))
+        statedb.db.transaction(lambda conn: conn.execute(sa.update(
+            models.Host.__table__).values(used_vcpus=0, used_memory_mb=0,
+                                          used_disk_gb=0,
+                                          free_memory_mb=4096)))
+    elif which == 'deleted':
+        statedb.hard_delete(ctx, uuid)
+        statedb.db.transaction(lambda conn: conn.execute(sa.update(
+            models.Instance.__table__).values(
+                hard_deleted_at=datetime.datetime(2000, 1, 1))))
+    else:
+        statedb.db.transaction(lambda conn: conn.execute(sa.insert(
+            models.StrayDomain.__table__).values(
+                host='node2', instance_uuid=uuid, power_state=1, power_seq=4,
+                reported_at=statedb.clock(), doomed=False,
+                created_at=statedb.clock())))
+    return uuid
+
+
+@pytest.mark.parametrize('which,words', [
+    ('uncounted', 'reported RUNNING on host node1, but it holds no '
+                  'allocation there'),
+    ('deleted', 'is hard-deleted but host node1 reported its domain RUNNING'),
+    ('elsewhere', 'is placed on host node1 but host node2 reported its '
+                  'domain RUNNING'),
+])
+def test_check_names_a_domain_that_breaks_issue_19s_rules(
+        conf_file, tmp_path, capsys, which, words):
+    _run(conf_file, 'db', 'sync')
+    capsys.readouterr()
+    statedb = _state_db(tmp_path)
+    statedb.host_heartbeat('node1', vcpus=4, memory_mb=4096, disk_gb=40)
+    uuid = _bad_domains(statedb, which)
+    statedb.db.dispose()
+    assert _run(conf_file, 'check') == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines[:-1] if uuid in line and words in line], (
+        lines)
+    assert len(lines) == 2, lines
+    assert lines[-1].startswith('1 violation(s) found')
+
+
 # --- status --------------------------------------------------------------------
 
 def _services(tmp_path, conf_file, *beats):

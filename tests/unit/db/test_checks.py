@@ -242,3 +242,70 @@ def test_every_violation_is_reported_at_once(statedb, clock, instances):
     found = _violations(statedb, clock)
     assert len(found) == 2
     assert {first, second} == {line.split()[1].rstrip(':') for line in found}
+
+
+# --- domains (issue 19) ----------------------------------------------------------
+
+S = models.StrayDomain.__table__
+A = models.Allocation.__table__
+
+
+def _stray(statedb, clock, host, uuid, power_state=1, seq=5):
+    statedb.db.transaction(lambda conn: conn.execute(sa.insert(S).values(
+        host=host, instance_uuid=uuid, power_state=power_state,
+        power_seq=seq, reported_at=clock(), doomed=False,
+        created_at=clock())))
+
+
+def test_a_running_domain_without_an_allocation(statedb, clock, instances):
+    uuid = instances.active()
+    statedb.store_power_report(uuid, host=instances.host, state='RUNNING',
+                               seq=3)
+    assert _violations(statedb, clock) == []
+    # as a failed build left it: the allocation freed, the domain running
+    statedb.db.transaction(lambda conn: conn.execute(
+        sa.delete(A).where(A.c.instance_uuid == uuid)))
+    _update(statedb, H, H.c.name == instances.host, used_vcpus=0,
+            used_memory_mb=0, used_disk_gb=0,
+            free_memory_mb=H.c.memory_mb * H.c.ram_ratio)
+    _only(_violations(statedb, clock), 'instance %s' % uuid,
+          'domain is reported RUNNING on host %s' % instances.host,
+          'holds no allocation there')
+
+
+def test_a_hard_deleted_instances_domain_reported_since(statedb, clock,
+                                                        instances):
+    uuid = instances.active()
+    statedb.store_power_report(uuid, host=instances.host, state='RUNNING',
+                               seq=3)
+    clock.advance(1)
+    statedb.hard_delete(instances.ctx, uuid)
+    assert _violations(statedb, clock) == []     # reported before the delete
+    clock.advance(1)
+    statedb.store_power_report(uuid, host=instances.host, state='RUNNING',
+                               seq=4)
+    _only(_violations(statedb, clock), 'instance %s' % uuid,
+          'hard-deleted but host %s reported its domain RUNNING'
+          % instances.host, 'after the delete')
+    statedb.store_power_report(uuid, host=instances.host, state='NOSTATE',
+                               seq=5)
+    assert _violations(statedb, clock) == []
+    # the copy on a move's destination, which its row cannot hold
+    _stray(statedb, clock, 'node9', uuid)
+    _only(_violations(statedb, clock), 'instance %s' % uuid,
+          'hard-deleted but host node9 reported its domain RUNNING')
+
+
+def test_a_domain_reported_on_another_host_than_its_instances(
+        statedb, clock, instances):
+    uuid = instances.active()
+    _stray(statedb, clock, 'node9', uuid, power_state=3)
+    _only(_violations(statedb, clock), 'instance %s' % uuid,
+          'placed on host %s but host node9 reported its domain PAUSED'
+          % instances.host)
+    # a doomed mark not reported yet, a domain gone, an orphan: nothing
+    statedb.db.transaction(lambda conn: conn.execute(sa.update(S).values(
+        power_state=None, power_seq=0, reported_at=None, doomed=True)))
+    _stray(statedb, clock, 'node8', uuid, power_state=0)
+    _stray(statedb, clock, 'node9', 'no-such-instance')
+    assert _violations(statedb, clock) == []

@@ -40,7 +40,7 @@ _POLICIES = {
     rtable.CRASH: ('crash', states.CRASH_POLICIES),
 }
 _BY_POLICY = {'stop': rtable.STOP, 'error': rtable.ERROR,
-              'restart': 'power_on'}
+              'restart': 'power_on', 'delete': rtable.DELETE}
 _TASK_STATE = {'power_on': task.POWERING_ON, 'power_off': task.POWERING_OFF}
 
 
@@ -145,6 +145,8 @@ def test_rule_without_a_task_has_its_effect(
         assert world.notifier.sent == []
     elif concrete in (rtable.STOP, rtable.ERROR):
         _check_state_change(world, after, new_log, vm_state, concrete, rule)
+    elif concrete == rtable.DELETE:
+        _check_deleted(world, after, new_log, vm_state, rule)
     else:
         _check_task(world, after, new_log, vm_state, concrete, rule)
 
@@ -166,6 +168,21 @@ def _check_state_change(world, after, new_log, vm_state, concrete, rule):
     payload = world.notifier.sent[1][1]
     assert (payload['decision'], payload['reason'], payload['vm_state']) == (
         concrete, rule.why, target)
+
+
+def _check_deleted(world, after, new_log, vm_state, rule):
+    """user_shutdown policy delete: the hard delete, logged with why, its
+    allocation freed, and the domain destroyed."""
+    assert (after['vm_state'], after['task_id']) == (vm.HARD_DELETED, None)
+    assert [(e['action'], e['vm_state_before'], e['vm_state_after'],
+             e['message']) for e in new_log] == [
+        ('delete', vm_state, vm.HARD_DELETED,
+         '%s; user_shutdown policy delete' % rule.why)]
+    assert world.db.list_allocations(instance_uuid=after['uuid']) == []
+    assert world.flows.destroyed == [(HOST, after['uuid'])]
+    assert world.flows.sent == []
+    assert world.notifier.events() == ['instance.update', 'instance.delete.end',
+                                       'instance.power_reconcile']
 
 
 def _check_task(world, after, new_log, vm_state, concrete, rule):
@@ -550,7 +567,9 @@ def test_power_report_answers_destroy_and_orphans(world, conf):
     deleted = world.idle(vm.HARD_DELETED)
     active = world.idle(vm.ACTIVE)
     elsewhere = world.idle(vm.ACTIVE)
-    world.set_columns(elsewhere, host='node2')   # migrated away: a leftover
+    # placed on another host (a renamed host, a leftover of a move): never
+    # an orphan (issue 19 item 7), recorded for check
+    world.set_columns(elsewhere, host='node2')
     orphan, gone = api.new_uuid(), api.new_uuid()
 
     answer = world.results.power_report(world.ctx, host=HOST, reports=[
@@ -563,8 +582,11 @@ def test_power_report_answers_destroy_and_orphans(world, conf):
     ])
 
     assert answer == {'destroy': [deleted],
-                      'orphans': {'uuids': [elsewhere, orphan],
+                      'orphans': {'uuids': [orphan],
                                   'action': 'destroy', 'grace': 7}}
+    assert sorted((s['host'], s['instance_uuid'], s['power_state'])
+                  for s in world.db.list_strays()) == sorted([
+        (HOST, elsewhere, power.RUNNING), (HOST, orphan, power.RUNNING)])
     inst = world.db.get_instance(active)
     assert (inst['vm_state'], inst['power_state']) == (vm.STOPPED,
                                                        power.SHUTDOWN)

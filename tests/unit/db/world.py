@@ -61,9 +61,13 @@ class Flows:
 
     def __init__(self):
         self.sent = []
+        self.destroyed = []
 
     def send(self, task_ctx, host, inst, action, params):
         self.sent.append((task_ctx, host, inst, action, params))
+
+    def request_destroy(self, ctx, inst):
+        self.destroyed.append((inst['host'], inst['uuid']))
 
 
 class World:

@@ -5,7 +5,7 @@ start outside it: leases already made keep the hosts they hold; an admin
 adds the hosts meant for leases (``tristate lease host add NAME``).
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-26
 """
 
@@ -13,8 +13,7 @@ from alembic import op
 import sqlalchemy as sa
 
 revision = '0006'
-# Merged after another branch's 0005: make this '0005' then.
-down_revision = '0004'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
