@@ -78,7 +78,7 @@ CREATE_LEASE = {
 ADD_HOST = {
     'type': 'object',
     'properties': {'name': {'type': 'string', 'minLength': 1,
-                            'maxLength': 255}},
+                            'maxLength': 255, 'format': schemas.PRINTABLE}},
     'required': ['name'],
     'additionalProperties': False,
 }

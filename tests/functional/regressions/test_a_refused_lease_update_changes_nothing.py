@@ -12,10 +12,12 @@ lease as it is before the operation begins, and again inside it.
 import pytest
 
 from tests.functional import api_support
+from tests.functional.conftest import reservable
 
 
 @pytest.fixture(scope='module')
 def api(shared_plane):
+    reservable(shared_plane)
     return api_support.Api(api_support.make_app(shared_plane),
                            token=api_support.new_project())
 

@@ -16,6 +16,7 @@ digits.
 import pytest
 
 from tests.functional import api_support
+from tests.functional.conftest import reservable
 from tests.functional.api_support import message
 
 RESERVATION = {'resource_type': 'physical:host', 'min': 1, 'max': 1}
@@ -23,6 +24,7 @@ RESERVATION = {'resource_type': 'physical:host', 'min': 1, 'max': 1}
 
 @pytest.fixture(scope='module')
 def api(shared_plane):
+    reservable(shared_plane)
     return api_support.Api(api_support.make_app(shared_plane),
                            token=api_support.new_project())
 

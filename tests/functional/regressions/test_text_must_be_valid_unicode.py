@@ -18,6 +18,7 @@ PostgreSQL.
 import pytest
 
 from tests.functional import api_support
+from tests.functional.conftest import reservable
 from tests.functional.api_support import message
 
 SURROGATE = '\ud800'
@@ -30,6 +31,7 @@ CONTROL = ['\x1b[2K\r', '\n', '\x7f', '\x85', '\u2028']
 def plane(request, tmp_path_factory):
     with api_support.plane_on(request, request.param,
                               tmp_path_factory.mktemp('plane')) as plane:
+        reservable(plane)
         yield plane
 
 
