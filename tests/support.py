@@ -1,7 +1,13 @@
-"""Small helpers that tests of several kinds share (ports, certificates)."""
+"""Small helpers that tests of several kinds share (ports, certificates,
+a daemon's start on a configuration file)."""
 
 import socket
 import subprocess
+
+from oslo_config import cfg
+
+from common import conf as tconf
+from common import service
 
 
 def free_port():
@@ -21,3 +27,15 @@ def self_signed(directory, *, name='test', cert='cert.pem', key='key.pem'):
                     '-subj', '/CN=%s' % name, '-keyout', str(key_path),
                     '-out', str(cert_path)], check=True, capture_output=True)
     return cert_path, key_path
+
+
+def prepare(tmp_path, text):
+    """A daemon's start (:func:`common.service.prepare`) on a config file
+    in ``tmp_path``: ``state_dir`` there, then ``text``. A configuration it
+    cannot use exits before setting up logging: the test's logging is left
+    alone."""
+    path = tmp_path / 'tristate.conf'
+    path.write_text('[DEFAULT]\nstate_dir = %s\n%s' % (tmp_path, text))
+    conf = cfg.ConfigOpts()
+    tconf.register_all(conf)
+    return service.prepare(['--config-file', str(path)], conf=conf)
