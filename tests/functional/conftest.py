@@ -153,6 +153,13 @@ def shared_plane(tmp_path_factory):
     conf.reset()
 
 
+@pytest.fixture
+def app(plane):
+    """The REST API's WSGI app over the test's ``plane``."""
+    from tests.functional import api_support    # it imports this module
+    return api_support.make_app(plane)
+
+
 @pytest.fixture(scope='module', params=[
     'sqlite', pytest.param('postgresql', marks=pytest.mark.postgresql)])
 def plane_on_each_database(request, tmp_path_factory):
