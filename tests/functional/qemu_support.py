@@ -37,10 +37,12 @@ def qemu_dir(*, umask=None):
     path = tempfile.mkdtemp(prefix='tristate-qemu-')
     os.chmod(path, 0o755)
     before = None if umask is None else os.umask(umask)
-    yield path
-    if before is not None:
-        os.umask(before)
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        yield path
+    finally:
+        if before is not None:
+            os.umask(before)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def blank_images(directory):
