@@ -1,7 +1,16 @@
-"""Small helpers that tests of several kinds share (ports, certificates)."""
+"""Small helpers that tests of several kinds share (ports, certificates,
+a daemon's start on a configuration file, a server process's stop and
+its API's hosts)."""
 
+import signal
 import socket
 import subprocess
+
+import requests
+from oslo_config import cfg
+
+from common import conf as tconf
+from common import service
 
 
 def free_port():
@@ -21,3 +30,40 @@ def self_signed(directory, *, name='test', cert='cert.pem', key='key.pem'):
                     '-subj', '/CN=%s' % name, '-keyout', str(key_path),
                     '-out', str(cert_path)], check=True, capture_output=True)
     return cert_path, key_path
+
+
+def prepare(tmp_path, text):
+    """A daemon's start (:func:`common.service.prepare`) on a config file
+    in ``tmp_path``: ``state_dir`` there, then ``text``. A configuration it
+    cannot use exits before setting up logging: the test's logging is left
+    alone."""
+    path = tmp_path / 'tristate.conf'
+    path.write_text('[DEFAULT]\nstate_dir = %s\n%s' % (tmp_path, text))
+    conf = cfg.ConfigOpts()
+    tconf.register_all(conf)
+    return service.prepare(['--config-file', str(path)], conf=conf)
+
+
+def stop(proc, *, timeout=30):
+    """SIGTERM to ``proc`` (a Popen, or None) unless it has ended; SIGKILL
+    if it has not exited within ``timeout`` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def hypervisors_up(endpoint, *, unanswered=requests.ConnectionError):
+    """How many hypervisors ``GET endpoint/os-hypervisors/detail`` lists as
+    up (0 for an error answer); None if a request exception of the
+    ``unanswered`` kinds says the API does not answer yet."""
+    try:
+        resp = requests.get(endpoint + '/os-hypervisors/detail', timeout=5)
+    except unanswered:
+        return None
+    hosts = resp.json().get('hypervisors', []) if resp.ok else []
+    return len([h for h in hosts if h['state'] == 'up'])

@@ -17,28 +17,35 @@ _UNLIMITED = (' -1 means unlimited (the default: an upgrade limits nothing '
               'until the operator says so), 0 that the project may have '
               'none.')
 
+
+def _limit(name, text):
+    """A per-project limit: an integer of at least -1, unlimited (-1) by
+    default; its help is ``text`` and what -1 and 0 mean."""
+    return cfg.IntOpt(name, default=-1, min=-1, help=text + _UNLIMITED)
+
+
 opts = [
-    cfg.IntOpt('instances', default=-1, min=-1,
-               help='Instances a project may have (every vm_state but '
-                    'HARD_DELETED; PENDING and ERROR per count_pending). '
-                    'Range >= -1; default -1 (Nova: 10).' + _UNLIMITED),
-    cfg.IntOpt('cores', default=-1, min=-1,
-               help='vCPUs a project\'s instances may have in total. Range '
-                    '>= -1; default -1 (Nova: 20).' + _UNLIMITED),
-    cfg.IntOpt('ram', default=-1, min=-1,
-               help='MiB of RAM a project\'s instances may have in total. '
-                    'Range >= -1; default -1 (Nova: 51200).' + _UNLIMITED),
-    cfg.IntOpt('disk', default=-1, min=-1,
-               help='GiB of local disk a project\'s instances may have in '
-                    'total. Range >= -1; default -1.' + _UNLIMITED),
-    cfg.IntOpt('lease_hosts', default=-1, min=-1,
-               help='Hosts a project\'s leases that have not ended may hold '
-                    'at once (a lease takes at most what is left, at least '
-                    'its min). Range >= -1; default -1.' + _UNLIMITED),
-    cfg.IntOpt('lease_hours', default=-1, min=-1,
-               help='Hours one lease of a project may last, from its start '
-                    'to its end (Blazar\'s max_lease_duration). Range >= '
-                    '-1; default -1.' + _UNLIMITED),
+    _limit('instances',
+           'Instances a project may have (every vm_state but '
+           'HARD_DELETED; PENDING and ERROR per count_pending). '
+           'Range >= -1; default -1 (Nova: 10).'),
+    _limit('cores',
+           'vCPUs a project\'s instances may have in total. Range '
+           '>= -1; default -1 (Nova: 20).'),
+    _limit('ram',
+           'MiB of RAM a project\'s instances may have in total. '
+           'Range >= -1; default -1 (Nova: 51200).'),
+    _limit('disk',
+           'GiB of local disk a project\'s instances may have in '
+           'total. Range >= -1; default -1.'),
+    _limit('lease_hosts',
+           'Hosts a project\'s leases that have not ended may hold '
+           'at once (a lease takes at most what is left, at least '
+           'its min). Range >= -1; default -1.'),
+    _limit('lease_hours',
+           'Hours one lease of a project may last, from its start '
+           'to its end (Blazar\'s max_lease_duration). Range >= '
+           '-1; default -1.'),
     cfg.BoolOpt('count_pending', default=True,
                 help='Whether an idle PENDING or ERROR instance (a build '
                      'that found no host or failed) keeps counting against '

@@ -153,6 +153,25 @@ def shared_plane(tmp_path_factory):
     conf.reset()
 
 
+@pytest.fixture
+def app(plane):
+    """The REST API's WSGI app over the test's ``plane``."""
+    from tests.functional import api_support    # it imports this module
+    return api_support.make_app(plane)
+
+
+@pytest.fixture(scope='module', params=[
+    'sqlite', pytest.param('postgresql', marks=pytest.mark.postgresql)])
+def plane_on_each_database(request, tmp_path_factory):
+    """One two-host plane for a whole module, on SQLite, then on a fresh
+    PostgreSQL database (skipped without TRISTATE_TEST_PG_URL): the
+    module's tests run once on each."""
+    from tests.functional import api_support    # it imports this module
+    with api_support.plane_on(request, request.param,
+                              tmp_path_factory.mktemp('plane')) as plane:
+        yield plane
+
+
 def tidy(plane, *, keep=()):
     """Clear every fault and delete every instance but those in ``keep``:
     what a test on a shared plane leaves must not disturb the next one."""

@@ -138,13 +138,10 @@ def test_every_action_and_body_route_is_a_target(app):
 
 # --- the plane: one per database, a server and a lease to aim at --------------
 
-@pytest.fixture(scope='module', params=[
-    'sqlite', pytest.param('postgresql', marks=pytest.mark.postgresql)])
-def plane(request, tmp_path_factory):
-    with api_support.plane_on(request, request.param,
-                              tmp_path_factory.mktemp('plane')) as plane:
-        reservable(plane)
-        yield plane
+@pytest.fixture(scope='module')
+def plane(plane_on_each_database):
+    reservable(plane_on_each_database)     # its leases need hosts to take
+    return plane_on_each_database
 
 
 @pytest.fixture(scope='module')

@@ -6,12 +6,10 @@ the action log, hosts, delete."""
 import json
 import os
 import pathlib
-import signal
 import subprocess
 import sys
 
 import pytest
-import requests
 
 from tests import support
 from tests.functional.conftest import wait_for
@@ -60,27 +58,14 @@ class AllInOne:
         if self.proc.poll() is not None:
             pytest.fail('tristate-all exited with %s:\n%s'
                         % (self.proc.returncode, self.log_tail()))
-        try:
-            resp = requests.get(self.endpoint + '/v2.1/os-hypervisors/detail',
-                                timeout=5)
-        except requests.ConnectionError:
-            return False
-        hosts = resp.json().get('hypervisors', []) if resp.ok else []
-        return len([h for h in hosts if h['state'] == 'up']) == 2
+        return support.hypervisors_up(self.endpoint + '/v2.1') == 2
 
     def log_tail(self, lines=40):
         text = self.log_path.read_text() if self.log_path.exists() else ''
         return '\n'.join(text.splitlines()[-lines:])
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        support.stop(self.proc)
 
     def run(self, *args, ok=True):
         """``tristate ARGS``; its completed process (exit 0 if ``ok``)."""

@@ -28,11 +28,6 @@ def plane(make_plane, clock):
 
 
 @pytest.fixture
-def app(plane):
-    return api_support.make_app(plane)
-
-
-@pytest.fixture
 def api(app):
     return Api(app, token=api_support.new_project())
 

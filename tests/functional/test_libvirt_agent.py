@@ -19,12 +19,7 @@ driver level, a Debian kernel with a busybox initramfs that powers itself
 off (reason guest, from QEMU's SHUTDOWN event).
 """
 
-import glob
 import os
-import shlex
-import shutil
-import subprocess
-import tempfile
 import threading
 import uuid as uuidlib
 
@@ -48,6 +43,7 @@ from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
 from compute_agent.virt.libvirt import config  # noqa: E402
 from conductor import embedded  # noqa: E402
 from tests.functional import conftest as functional  # noqa: E402
+from tests.functional import qemu_support  # noqa: E402
 
 HOST = 'lv1'
 TIMEOUT = 15.0
@@ -193,18 +189,14 @@ def test_a_guest_shutdown_is_reported_with_reason_guest(start_plane, ctx,
 
 # --- a real hypervisor, when the machine has one ------------------------------
 
-REAL_URI_ENV = 'TRISTATE_TEST_LIBVIRT_URI'
 REAL_TIMEOUT = 90.0      # QEMU starts slower on a loaded machine
 
 
 @pytest.fixture
 def real_dir():
-    """A directory QEMU (running as libvirt-qemu) can reach: pytest's
-    tmp_path is inside a 0700 directory of root."""
-    path = tempfile.mkdtemp(prefix='tristate-qemu-')
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    """A directory QEMU (running as libvirt-qemu) can reach."""
+    with qemu_support.qemu_dir() as path:
+        yield path
 
 
 def test_smoke_on_a_real_hypervisor(conf, real_dir, ctx):
@@ -215,14 +207,10 @@ def test_smoke_on_a_real_hypervisor(conf, real_dir, ctx):
     TRISTATE_TEST_LIBVIRT_URI names a running libvirtd (e.g.
     qemu:///system; Debian's libvirt-daemon-system and qemu-system-x86,
     libvirtd and virtlogd started, /dev/kvm group kvm mode 0660)."""
-    uri = os.environ.get(REAL_URI_ENV)
-    if not uri:
-        pytest.skip('%s is not set: no real hypervisor to smoke-test (e.g. '
-                    '%s=qemu:///system)' % (REAL_URI_ENV, REAL_URI_ENV))
-    images = os.path.join(real_dir, 'images')
-    os.mkdir(images)
-    with open(os.path.join(images, 'blank'), 'wb') as f:
-        f.truncate(1024 * 1024)
+    uri = qemu_support.uri_or_skip(
+        'no real hypervisor to smoke-test (e.g. %s=qemu:///system)'
+        % qemu_support.URI_ENV)
+    images = qemu_support.blank_images(real_dir)
     drv = LibvirtDriver(uri=uri, virt_type='qemu', images_path=images,
                         instances_path=os.path.join(real_dir, 'instances'),
                         event_debounce=0.2, shutdown_timeout=1)
@@ -258,61 +246,14 @@ def test_smoke_on_a_real_hypervisor(conf, real_dir, ctx):
         plane.stop()
 
 
-def _tiny_guest(directory):
-    """(kernel, initrd) of a guest that powers itself off at once: Debian's
-    cloud kernel and an initramfs of busybox-static whose init runs
-    ``poweroff -f``. Skips, with the reason, when apt cannot fetch them."""
-    packages = [_kernel_package(), 'busybox-static']
-    done = subprocess.run(['apt-get', 'download', '-qq', *packages],
-                          cwd=directory, capture_output=True, text=True,
-                          check=False)
-    debs = glob.glob(os.path.join(directory, '*.deb'))
-    if done.returncode != 0 or len(debs) != 2:
-        pytest.skip('cannot fetch %s with apt-get download: %s'
-                    % (' and '.join(packages), done.stderr.strip()))
-    for deb in debs:
-        subprocess.run('dpkg-deb --fsys-tarfile %s | tar -x -C %s'
-                       % (shlex.quote(deb), shlex.quote(directory)),
-                       shell=True, check=True)
-    root = os.path.join(directory, 'root')
-    os.makedirs(os.path.join(root, 'bin'))
-    busybox = os.path.join(root, 'bin', 'busybox')
-    shutil.copy(os.path.join(directory, 'bin', 'busybox'), busybox)
-    with open(os.path.join(root, 'init'), 'w') as f:
-        f.write('#!/bin/busybox sh\n/bin/busybox poweroff -f\n')
-    os.chmod(os.path.join(root, 'init'), 0o755)
-    initrd = os.path.join(directory, 'initrd.gz')
-    subprocess.run('find . | %s cpio -o -H newc | gzip -1 > %s'
-                   % (shlex.quote(busybox), shlex.quote(initrd)),
-                   shell=True, check=True, cwd=root, capture_output=True)
-    [kernel] = glob.glob(os.path.join(directory, 'boot', 'vmlinuz-*'))
-    for path in (kernel, initrd):
-        os.chmod(path, 0o644)
-    return kernel, initrd
-
-
-def _kernel_package():
-    """The versioned image package linux-image-cloud-amd64 depends on."""
-    depends = subprocess.run(['apt-cache', 'depends',
-                              'linux-image-cloud-amd64'],
-                             capture_output=True, text=True,
-                             check=False).stdout
-    for line in depends.splitlines():
-        name = line.strip().partition('Depends: ')[2]
-        if name.startswith('linux-image-'):
-            return name
-    return 'linux-image-cloud-amd64'
-
-
 def test_a_real_guest_that_powers_itself_off_is_reason_guest(real_dir):
     """The true guest-initiated shutdown: QEMU's SHUTDOWN event (guest) and
     then SHUTOFF_SHUTDOWN, through the driver's watch. At the driver level:
     the guest boots a kernel, which instances built from images do not."""
-    uri = os.environ.get(REAL_URI_ENV)
-    if not uri:
-        pytest.skip('%s is not set: no real hypervisor to boot a guest on'
-                    % REAL_URI_ENV)
-    kernel, initrd = _tiny_guest(real_dir)
+    uri = qemu_support.uri_or_skip('no real hypervisor to boot a guest on')
+    # Debian's cloud kernel and a busybox initramfs that powers off at once
+    kernel, initrd = qemu_support.busybox_guest(
+        real_dir, '#!/bin/busybox sh\n/bin/busybox poweroff -f\n')
     drv = LibvirtDriver(uri=uri, virt_type='qemu', images_path=real_dir,
                         instances_path=os.path.join(real_dir, 'instances'),
                         event_debounce=0.2)

@@ -50,11 +50,6 @@ def delta(before, after, name, **labels):
     return after.get(key, 0.0) - before.get(key, 0.0)
 
 
-@pytest.fixture
-def app(plane):
-    return api_support.make_app(plane)
-
-
 def test_a_build_and_a_failed_stop_move_the_task_counters(plane, app, ctx):
     before = scrape(app)
     inst = active(plane, ctx)

@@ -15,11 +15,6 @@ from tests.unit.db.test_concurrency import _race
 
 
 @pytest.fixture
-def app(plane):
-    return api_support.make_app(plane)
-
-
-@pytest.fixture
 def admin(app):
     return Api(app, token=api_support.ADMIN_TOKEN)
 

@@ -128,13 +128,8 @@ class Plane:
     def _ready(self):
         if self.proc.poll() is not None:
             pytest.fail('tristate-all exited with %s' % self.proc.returncode)
-        try:
-            resp = requests.get(self.endpoint + '/os-hypervisors/detail',
-                                timeout=5)
-        except requests.RequestException:
-            return False
-        hosts = resp.json().get('hypervisors', []) if resp.ok else []
-        return len([h for h in hosts if h['state'] == 'up']) == HOSTS
+        return support.hypervisors_up(
+            self.endpoint, unanswered=requests.RequestException) == HOSTS
 
     def kill(self):
         self.up.clear()
@@ -142,14 +137,7 @@ class Plane:
         self.proc.wait()
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        support.stop(self.proc)
 
 
 class Driver:

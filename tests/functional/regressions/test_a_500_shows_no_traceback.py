@@ -30,24 +30,32 @@ def api(shared_plane):
                            token=api_support.new_project())
 
 
-def _fail(*args, **kwargs):
-    raise OverflowError(SECRET)
-
-
-def test_an_unexpected_conductor_error_is_a_generic_500(api, monkeypatch,
-                                                        caplog):
-    monkeypatch.setattr(lease_requests, 'parse_create', _fail)
+def _generic_500(api, monkeypatch, caplog, fail, name):
+    """``POST /leases`` while the conductor's parsing runs ``fail``: its
+    answer, checked to be a 500 whose message names its request id and
+    neither the secret, a traceback nor the exception's ``name``."""
+    monkeypatch.setattr(lease_requests, 'parse_create', fail)
     with caplog.at_level(logging.ERROR, logger='api.faults'):
         resp = api.post('/leases', json={
             'name': 'x', 'start_date': 'now', 'end_date': '2999-01-01 00:00',
             'reservations': [{'resource_type': 'physical:host', 'min': 1,
                               'max': 1}]})
     assert resp.status_code == 500, resp.get_json()
-    request_id = resp.headers['X-OpenStack-Request-ID']
     text = message(resp)
-    assert request_id in text
-    for leaked in (SECRET, 'Traceback', '.py', 'OverflowError'):
+    assert resp.headers['X-OpenStack-Request-ID'] in text
+    for leaked in (SECRET, 'Traceback', '.py', name):
         assert leaked not in text
+    return resp
+
+
+def _fail(*args, **kwargs):
+    raise OverflowError(SECRET)
+
+
+def test_an_unexpected_conductor_error_is_a_generic_500(api, monkeypatch,
+                                                        caplog):
+    resp = _generic_500(api, monkeypatch, caplog, _fail, 'OverflowError')
+    request_id = resp.headers['X-OpenStack-Request-ID']
     (record,) = [r for r in caplog.records if r.name == 'api.faults']
     assert request_id in record.getMessage()
     logged = caplog.text
@@ -66,15 +74,5 @@ def _fail_remote(*args, **kwargs):
 
 def test_a_remote_error_is_a_generic_500_not_a_dead_bus(api, monkeypatch,
                                                         caplog):
-    monkeypatch.setattr(lease_requests, 'parse_create', _fail_remote)
-    with caplog.at_level(logging.ERROR, logger='api.faults'):
-        resp = api.post('/leases', json={
-            'name': 'x', 'start_date': 'now', 'end_date': '2999-01-01 00:00',
-            'reservations': [{'resource_type': 'physical:host', 'min': 1,
-                              'max': 1}]})
-    assert resp.status_code == 500, resp.get_json()
-    text = message(resp)
-    assert resp.headers['X-OpenStack-Request-ID'] in text
-    for leaked in (SECRET, 'Traceback', '.py', 'DriverError'):
-        assert leaked not in text
+    _generic_500(api, monkeypatch, caplog, _fail_remote, 'DriverError')
     assert SECRET in caplog.text and 'Traceback' in caplog.text

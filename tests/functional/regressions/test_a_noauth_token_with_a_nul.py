@@ -14,12 +14,9 @@ import pytest
 from tests.functional import api_support
 
 
-@pytest.fixture(scope='module', params=[
-    'sqlite', pytest.param('postgresql', marks=pytest.mark.postgresql)])
-def app(request, tmp_path_factory):
-    with api_support.plane_on(request, request.param,
-                              tmp_path_factory.mktemp('plane')) as plane:
-        yield api_support.make_app(plane)
+@pytest.fixture(scope='module')
+def app(plane_on_each_database):
+    return api_support.make_app(plane_on_each_database)
 
 
 @pytest.mark.parametrize('token', ['a\x00b:a\x00b', 'a\x1b[2Kb', 'u:p\x7f'])

@@ -25,12 +25,7 @@ qemu:///system, or a private one's ``qemu+unix:///session?socket=...``)
 and apt to fetch the kernel; skipped with the reason otherwise.
 """
 
-import glob
 import os
-import shlex
-import shutil
-import subprocess
-import tempfile
 import threading
 
 import pytest
@@ -40,13 +35,13 @@ from common import states
 from common.states import power
 from common.states import vm
 from tests.functional import conftest as functional
+from tests.functional import qemu_support
 
 libvirt = pytest.importorskip('libvirt')
 
 from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
 from conductor import embedded  # noqa: E402
 
-URI_ENV = 'TRISTATE_TEST_LIBVIRT_URI'
 HOST = 'qemu1'
 TIMEOUT = 120.0         # TCG boots the kernel twice in ~15 s; a loaded
                         # machine takes longer
@@ -83,65 +78,13 @@ GUEST = """<domain type='qemu'>
 """
 
 
-def _kernel_package():
-    depends = subprocess.run(['apt-cache', 'depends',
-                              'linux-image-cloud-amd64'],
-                             capture_output=True, text=True,
-                             check=False).stdout
-    for line in depends.splitlines():
-        name = line.strip().partition('Depends: ')[2]
-        if name.startswith('linux-image-'):
-            return name
-    return 'linux-image-cloud-amd64'
-
-
-def _reboot_once_guest(directory):
-    """(kernel, initrd) of the guest described above."""
-    packages = [_kernel_package(), 'busybox-static']
-    done = subprocess.run(['apt-get', 'download', '-qq', *packages],
-                          cwd=directory, capture_output=True, text=True,
-                          check=False)
-    debs = glob.glob(os.path.join(directory, '*.deb'))
-    if done.returncode != 0 or len(debs) != 2:
-        pytest.skip('cannot fetch %s with apt-get download: %s'
-                    % (' and '.join(packages), done.stderr.strip()))
-    for deb in debs:
-        subprocess.run('dpkg-deb --fsys-tarfile %s | tar -x -C %s'
-                       % (shlex.quote(deb), shlex.quote(directory)),
-                       shell=True, check=True)
-    root = os.path.join(directory, 'root')
-    os.makedirs(os.path.join(root, 'bin'))
-    busybox = os.path.join(root, 'bin', 'busybox')
-    shutil.copy(os.path.join(directory, 'bin', 'busybox'), busybox)
-    for module in ('fs/pstore/ramoops.ko',
-                   'lib/reed_solomon/reed_solomon.ko'):
-        [path] = glob.glob(os.path.join(directory, 'lib', 'modules', '*',
-                                        'kernel', module))
-        shutil.copy(path, root)
-    with open(os.path.join(root, 'init'), 'w') as f:
-        f.write(INIT)
-    os.chmod(os.path.join(root, 'init'), 0o755)
-    initrd = os.path.join(directory, 'initrd.gz')
-    subprocess.run('find . | %s cpio -o -H newc | gzip -1 > %s'
-                   % (shlex.quote(busybox), shlex.quote(initrd)),
-                   shell=True, check=True, cwd=root, capture_output=True)
-    [kernel] = glob.glob(os.path.join(directory, 'boot', 'vmlinuz-*'))
-    for path in (kernel, initrd):
-        os.chmod(path, 0o644)
-    return kernel, initrd
-
-
 @pytest.fixture
 def real_dir():
     """A directory QEMU (running as another user) can use: a libvirtd in
     session mode (a private one) does not hand the instance's files to
     QEMU's user as the system one does, so they are made with umask 0."""
-    path = tempfile.mkdtemp(prefix='tristate-qemu-')
-    os.chmod(path, 0o755)
-    umask = os.umask(0)
-    yield path
-    os.umask(umask)
-    shutil.rmtree(path, ignore_errors=True)
+    with qemu_support.qemu_dir(umask=0) as path:
+        yield path
 
 
 def _wait(plane, uuid, predicate, what):
@@ -155,15 +98,11 @@ def _wait(plane, uuid, predicate, what):
 
 def test_a_guest_reboot_keeps_it_active_its_power_off_stops_it(
         conf, real_dir):
-    uri = os.environ.get(URI_ENV)
-    if not uri:
-        pytest.skip('%s is not set: no real hypervisor to boot a guest on'
-                    % URI_ENV)
-    kernel, initrd = _reboot_once_guest(real_dir)
-    images = os.path.join(real_dir, 'images')
-    os.mkdir(images)
-    with open(os.path.join(images, 'blank'), 'wb') as f:
-        f.truncate(1024 * 1024)
+    uri = qemu_support.uri_or_skip('no real hypervisor to boot a guest on')
+    kernel, initrd = qemu_support.busybox_guest(
+        real_dir, INIT, modules=('fs/pstore/ramoops.ko',
+                                 'lib/reed_solomon/reed_solomon.ko'))
+    images = qemu_support.blank_images(real_dir)
     drv = LibvirtDriver(uri=uri, virt_type='qemu', images_path=images,
                         instances_path=os.path.join(real_dir, 'instances'),
                         event_debounce=conf.libvirt.event_debounce,

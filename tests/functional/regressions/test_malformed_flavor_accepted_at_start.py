@@ -11,26 +11,16 @@ oslo.config types itself.
 """
 
 import pytest
-from oslo_config import cfg
 
-from common import conf as tconf
-from common import service
-
-
-def _prepare(tmp_path, text):
-    path = tmp_path / 'tristate.conf'
-    path.write_text('[DEFAULT]\nstate_dir = %s\n%s' % (tmp_path, text))
-    conf = cfg.ConfigOpts()
-    tconf.register_all(conf)
-    return service.prepare(['--config-file', str(path)], conf=conf)
+from tests import support
 
 
 def test_a_malformed_flavor_stops_the_start_one_line_per_entry(tmp_path):
     with pytest.raises(SystemExit) as stop:
-        _prepare(tmp_path, '[conductor]\n'
-                           'flavors = tiny:1:512,small:1:2048:20,big:x:1:1,'
-                           'small:2:4096:40\n'
-                           'task_timeouts = build:abc,bild:60\n')
+        support.prepare(tmp_path, '[conductor]\n'
+                        'flavors = tiny:1:512,small:1:2048:20,big:x:1:1,'
+                        'small:2:4096:40\n'
+                        'task_timeouts = build:abc,bild:60\n')
     lines = str(stop.value.code).splitlines()
     assert 'invalid configuration, nothing was started' in lines[0]
     flavors = [line for line in lines if '[conductor] flavors' in line]
@@ -57,6 +47,6 @@ def test_a_malformed_flavor_stops_the_start_one_line_per_entry(tmp_path):
 def test_other_values_parsed_later_are_checked_at_start_too(tmp_path, text,
                                                             expected):
     with pytest.raises(SystemExit) as stop:
-        _prepare(tmp_path, text)
+        support.prepare(tmp_path, text)
     assert expected in str(stop.value.code)
     assert 'secret' not in str(stop.value.code)

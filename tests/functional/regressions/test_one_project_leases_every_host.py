@@ -31,11 +31,6 @@ def plane(make_plane, clock):
 
 
 @pytest.fixture
-def app(plane):
-    return api_support.make_app(plane)
-
-
-@pytest.fixture
 def admin(app):
     return Api(app, token=api_support.ADMIN_TOKEN)
 

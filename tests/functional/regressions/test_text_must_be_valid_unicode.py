@@ -26,13 +26,10 @@ NUL = '\x00'
 CONTROL = ['\x1b[2K\r', '\n', '\x7f', '\x85', '\u2028']
 
 
-@pytest.fixture(scope='module', params=[
-    'sqlite', pytest.param('postgresql', marks=pytest.mark.postgresql)])
-def plane(request, tmp_path_factory):
-    with api_support.plane_on(request, request.param,
-                              tmp_path_factory.mktemp('plane')) as plane:
-        reservable(plane)
-        yield plane
+@pytest.fixture(scope='module')
+def plane(plane_on_each_database):
+    reservable(plane_on_each_database)     # its leases need hosts to take
+    return plane_on_each_database
 
 
 @pytest.fixture(scope='module')
@@ -116,26 +113,27 @@ def _send(api, server, lease, method, path, body):
     return api.request(method, url, json=body)
 
 
+def _refused_naming(api, server, lease, field, method, path, body):
+    """The request is a 400 naming ``field`` and changes nothing."""
+    before = _state(api, server, lease)
+    resp = _send(api, server, lease, method, path, body)
+    assert resp.status_code == 400, (field, resp.get_json())
+    assert 'field/attribute %s' % field in message(resp)
+    assert _state(api, server, lease) == before
+
+
 @pytest.mark.parametrize('field, method, path, body', ONE_LINE + FREE)
 @pytest.mark.parametrize('bad', [SURROGATE, NUL], ids=['surrogate', 'nul'])
 def test_a_surrogate_or_nul_is_400_naming_the_field(
         api, server, lease, field, method, path, body, bad):
-    before = _state(api, server, lease)
-    resp = _send(api, server, lease, method, path, body(bad))
-    assert resp.status_code == 400, (field, resp.get_json())
-    assert 'field/attribute %s' % field in message(resp)
-    assert _state(api, server, lease) == before
+    _refused_naming(api, server, lease, field, method, path, body(bad))
 
 
 @pytest.mark.parametrize('field, method, path, body', ONE_LINE)
 @pytest.mark.parametrize('bad', CONTROL)
 def test_a_control_character_in_one_line_text_is_400(
         api, server, lease, field, method, path, body, bad):
-    before = _state(api, server, lease)
-    resp = _send(api, server, lease, method, path, body(bad))
-    assert resp.status_code == 400, (field, resp.get_json())
-    assert 'field/attribute %s' % field in message(resp)
-    assert _state(api, server, lease) == before
+    _refused_naming(api, server, lease, field, method, path, body(bad))
 
 
 @pytest.mark.parametrize('ident', ['%00', 'x%1b%5b2K', '%0aforged'])

@@ -10,15 +10,6 @@ from common import service
 from tests import support
 
 
-def _prepare(tmp_path, text):
-    path = tmp_path / 'tristate.conf'
-    path.write_text('[DEFAULT]\nstate_dir = %s\n%s' % (tmp_path, text))
-    conf = cfg.ConfigOpts()
-    tconf.register_all(conf)
-    # Exits before setting up logging: the test's logging is left alone.
-    return service.prepare(['--config-file', str(path)], conf=conf)
-
-
 @pytest.mark.parametrize('text, expected', [
     ('[conductor]\nperiodic_interval = -5\n',
      ['[conductor] periodic_interval', 'greater than or equal to 1']),
@@ -32,7 +23,7 @@ def _prepare(tmp_path, text):
 def test_a_bad_value_stops_the_start_naming_option_and_file(tmp_path, text,
                                                             expected):
     with pytest.raises(SystemExit) as stop:
-        _prepare(tmp_path, text)
+        support.prepare(tmp_path, text)
     message = str(stop.value.code)
     assert 'invalid configuration, nothing was started' in message
     for words in expected + [str(tmp_path / 'tristate.conf')]:
@@ -41,8 +32,8 @@ def test_a_bad_value_stops_the_start_naming_option_and_file(tmp_path, text,
 
 def test_every_problem_is_named_at_once(tmp_path):
     with pytest.raises(SystemExit) as stop:
-        _prepare(tmp_path, '[conductor]\nperiodic_interval = 0\n'
-                           '[compute]\nheartbeat_interval = fast\n')
+        support.prepare(tmp_path, '[conductor]\nperiodic_interval = 0\n'
+                        '[compute]\nheartbeat_interval = fast\n')
     message = str(stop.value.code)
     assert '[conductor] periodic_interval' in message
     assert '[compute] heartbeat_interval' in message
@@ -90,7 +81,8 @@ def test_rabbitmq_tls_settings_that_cannot_work_stop_the_start(
     names = {'cert': cert, 'key': key, 'notpem': notpem,
              'missing': tmp_path / 'missing.pem'}
     with pytest.raises(SystemExit) as stop:
-        _prepare(tmp_path, '[oslo_messaging_rabbit]\n' + text.format(**names))
+        support.prepare(tmp_path,
+                        '[oslo_messaging_rabbit]\n' + text.format(**names))
     message = str(stop.value.code)
     for words in expected:
         assert '[oslo_messaging_rabbit] ' + words.format(**names) in message, (
