@@ -269,8 +269,11 @@ class Flows:
     # --- delete ----------------------------------------------------------------------
 
     def delete(self, ctx, instance_uuid):
+        """Hard delete; its host, and the destination of a move it
+        preempted, are told at once to destroy the domain (and again by
+        each of their reports, as for any hard-deleted instance)."""
         after = self.gateway.hard_delete(ctx, instance_uuid)
-        self.request_destroy(ctx, after)
+        self.destroy_everywhere(ctx, after, after.pop('doomed_hosts', ()))
         return after
 
     def reset_state(self, ctx, instance_uuid, state):
@@ -285,6 +288,15 @@ class Flows:
         for host in after.pop('doomed_hosts', ()):
             self.request_destroy(ctx, {'uuid': instance_uuid, 'host': host})
         return after
+
+    def destroy_everywhere(self, ctx, inst, doomed_hosts=()):
+        """:meth:`request_destroy` on the instance's host and on each of
+        ``doomed_hosts`` (a preempted move's destinations)."""
+        self.request_destroy(ctx, inst)
+        for host in doomed_hosts:
+            if host != inst.get('host'):
+                self.request_destroy(ctx, {'uuid': inst['uuid'],
+                                           'host': host})
 
     def request_destroy(self, ctx, inst):
         """Best effort: the agent's next report triggers it again if lost."""

@@ -69,19 +69,21 @@ class ConductorManager:
 
     @_expected
     def instance_deleted(self, ctx, instance_uuid, old_vm_state=None,
-                         old_task_state=None, host=_UNSAID):
+                         old_task_state=None, host=_UNSAID, doomed_hosts=()):
         """A client deleted in the database itself; notify and clean up.
         ``host`` (1.5): where the instance was placed; with it, and no
-        notification to build, the row is not read again."""
+        notification to build, the row is not read again.
+        ``doomed_hosts`` (1.6): the destinations of a move the delete
+        preempted, told to destroy their copy too."""
         if host is not _UNSAID and not getattr(self.gateway.notifier,
                                                'enabled', True):
-            self.flows.request_destroy(ctx, {'uuid': instance_uuid,
-                                             'host': host})
+            self.flows.destroy_everywhere(
+                ctx, {'uuid': instance_uuid, 'host': host}, doomed_hosts)
             return
         inst = self.db.get_instance(instance_uuid)
         self.gateway.notify_deleted(ctx, {'vm_state': old_vm_state,
                                           'task_state': old_task_state}, inst)
-        self.flows.request_destroy(ctx, inst)
+        self.flows.destroy_everywhere(ctx, inst, doomed_hosts)
 
     @_expected
     def reset_state(self, ctx, instance_uuid, state):

@@ -27,6 +27,12 @@ Version history:
   instance was placed, from the delete's own transaction, so that a
   conductor that has nothing to notify asks that host to clean up without
   reading the row again.
+* 1.6 - instance_deleted takes ``doomed_hosts`` (API tier): the hosts
+  other than its own where the deleted instance held an allocation (the
+  destination of a live migration the delete preempted), from the
+  delete's transaction, so that they are told at once to destroy their
+  copy. Sent only when there are any; capped below 1.6, those hosts
+  destroy it at their next power report instead.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -38,7 +44,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.5'
+VERSION = '1.6'
 BASE_VERSION = '1.0'
 
 
@@ -141,12 +147,11 @@ class ConductorAPI:
         from conductor import gateway
         before, after = gateway.hard_delete_local(self.statedb, ctx,
                                                   instance_uuid, check=check)
+        doomed = after.pop('doomed_hosts', [])
         try:
             # retry=0: a cast retries forever by default, which would hold
             # the delete until the broker is back.
-            version, extra = BASE_VERSION, {}
-            if self.client.can_send_version('1.5'):
-                version, extra = '1.5', {'host': after['host']}
+            version, extra = self._deleted_version(after['host'], doomed)
             self.client.prepare(retry=0, version=version).cast(
                 ctx, 'instance_deleted', instance_uuid=instance_uuid,
                 old_vm_state=before['vm_state'],
@@ -156,6 +161,14 @@ class ConductorAPI:
                                 'instance %s; the next power report will',
                                 instance_uuid, exc_info=True)
         return after
+
+    def _deleted_version(self, host, doomed):
+        """(version, extra arguments) of an ``instance_deleted`` cast."""
+        if doomed and self.client.can_send_version('1.6'):
+            return '1.6', {'host': host, 'doomed_hosts': doomed}
+        if self.client.can_send_version('1.5'):
+            return '1.5', {'host': host}
+        return BASE_VERSION, {}
 
     def rename_instance(self, ctx, instance_uuid, *, name):
         """1.3: change an instance's display name."""

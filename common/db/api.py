@@ -550,7 +550,11 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         the transaction, before any change, and may raise to refuse (the
         API's policy check: one read instead of two). ``message``: why, for
         the action log (reconcile's user_shutdown policy). Returns
-        ``(before, after)``.
+        ``(before, after)``; ``after['doomed_hosts']``: the hosts other than
+        its own where it held an allocation (the destination of a move the
+        delete preempted), each to be told at once to destroy its copy
+        (issue 19; their reports destroy it too, as of any hard-deleted
+        instance).
         """
         def txn(conn):
             before = check_owner(ctx, self._get(conn, instance_uuid,
@@ -558,15 +562,17 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             if check is not None:
                 check(before)
             if before['vm_state'] == vm.HARD_DELETED:
-                return before, before
+                return before, dict(before, doomed_hosts=[])
             now = self.clock()
             values = dict(_CLEAR_TASK, vm_state=vm.HARD_DELETED,
                           hard_deleted_at=now, updated_at=now)
             _HARD_DELETE.run(conn, uuid=instance_uuid, now=now)
             self._preempt_log(conn, instance_uuid, vm.HARD_DELETED, now)
-            self._free_allocations(conn, instance_uuid)
+            freed = self._free_allocations(conn, instance_uuid)
             after = dict(before, **values)
             self._accounted(conn, after, now)
+            after['doomed_hosts'] = sorted({a['host'] for a in freed}
+                                           - {before['host']})
             self._log_instant(conn, ctx, instance_uuid, 'delete',
                               before['vm_state'], vm.HARD_DELETED, now,
                               message)

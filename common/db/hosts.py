@@ -360,17 +360,19 @@ class HostsMixin:
                 I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id))
             if res.first() is None:
                 self._preempted(conn, instance_uuid, ctx.task_id)
-            return self._free_allocations(conn, instance_uuid, host=host,
-                                          purpose=purpose)
+            return len(self._free_allocations(conn, instance_uuid, host=host,
+                                              purpose=purpose))
         return self.db.transaction(txn)
 
     def _free_allocations(self, conn, instance_uuid, host=None, purpose=None):
+        """In ``conn``'s transaction; returns the allocations freed
+        (``host`` and what each held)."""
         freeing = _freeing(host is not None, purpose is not None)
         freed = freeing.run(conn, uuid=instance_uuid, host=host,
                             purpose=purpose).rows
         for alloc in freed:
             _GIVE_BACK.run(conn, **alloc)
-        return len(freed)
+        return freed
 
     @staticmethod
     def allocations_in(conn, instance_uuid):

@@ -1,6 +1,9 @@
 """The RPC APIs' versions: client and server agree, and a client capped at
 an older version (``[upgrade_levels]``, for rolling upgrades) still works."""
 
+import queue
+import threading
+
 import pytest
 
 from common import exception
@@ -9,7 +12,11 @@ from compute_agent import manager as agent_manager
 from compute_agent import rpcapi as agent_rpcapi
 from conductor import manager as conductor_manager
 from conductor import rpcapi as conductor_rpcapi
+from tests.functional.conftest import active
 from tests.functional.conftest import set_opts
+from tests.functional.conftest import TIMEOUT
+from tests.functional.conftest import wait_agent_done
+from tests.functional.conftest import wait_for
 from tests.functional.conftest import wait_idle
 
 
@@ -59,3 +66,46 @@ def test_a_client_capped_at_1_1_sends_no_1_2_arguments(conf, make_plane,
                            started_at=None, version='9.9')
     found = {s['host']: s for s in plane.statedb.list_services()}
     assert found['new-agent']['version'] == '9.9'
+
+
+@pytest.mark.parametrize('cap, names_dest', [(None, True), ('1.5', False)])
+def test_a_local_delete_names_a_preempted_moves_destination_from_1_6(
+        conf, make_plane, ctx, admin, monkeypatch, cap, names_dest):
+    """The API tier's cleanup cast names the destination of the live
+    migration its delete preempted (1.6); capped at 1.5 it names the
+    instance's host alone, and the delete succeeds all the same."""
+    if cap:
+        set_opts(conf, 'upgrade_levels', conductor=cap)
+    plane = make_plane()
+    inst = active(plane, ctx)
+    uuid, source = inst['uuid'], inst['host']
+    [dest] = [h for h in plane.host_names if h != source]
+    gate = threading.Event()
+    agent_client = plane.agents[source].manager.conductor
+    finished = agent_client.task_finished
+
+    def held(*args, **kwargs):      # the move's result waits for the delete
+        gate.wait(TIMEOUT)
+        return finished(*args, **kwargs)
+    monkeypatch.setattr(agent_client, 'task_finished', held, raising=False)
+    manager = plane.conductor.manager
+    deleted = manager.instance_deleted
+    said = queue.Queue()
+
+    def recorded(ctx, instance_uuid, **kwargs):
+        said.put(kwargs)
+        return deleted(ctx, instance_uuid, **kwargs)
+    monkeypatch.setattr(manager, 'instance_deleted', recorded)
+    plane.client.run_action(admin, uuid, 'live_migrate')
+    wait_for(lambda: [a for a in plane.statedb.list_allocations(
+        instance_uuid=uuid) if a['host'] == dest],
+        what='the migration to hold the destination')
+
+    after = plane.client.delete_instance(ctx, uuid)
+
+    assert after['vm_state'] == vm.HARD_DELETED
+    kwargs = said.get(timeout=TIMEOUT)
+    assert kwargs['host'] == source
+    assert kwargs.get('doomed_hosts') == ([dest] if names_dest else None)
+    gate.set()
+    wait_agent_done(plane, source)

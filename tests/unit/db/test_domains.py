@@ -96,3 +96,24 @@ def test_a_reset_to_active_counts_the_instance_or_is_refused(statedb,
     assert (after['vm_state'], after['doomed_hosts']) == (vm.ACTIVE, [])
     [alloc] = statedb.list_allocations(instance_uuid=uuid)
     assert (alloc['host'], alloc['memory_mb']) == (HOST, inst['memory_mb'])
+
+
+def test_a_hard_delete_names_the_destination_of_the_move_it_preempts(
+        statedb, instances):
+    uuid = instances.active()
+    idle = instances.active()
+    statedb.host_heartbeat('node2', vcpus=8, memory_mb=8192, disk_gb=80)
+    task = instances.start(uuid, 'live_migrate')
+    statedb.allocate(task, uuid, 'node2', vcpus=1, memory_mb=512, disk_gb=1,
+                     purpose='migration')
+
+    _before, after = statedb.hard_delete(instances.ctx, uuid)
+
+    assert (after['vm_state'], after['doomed_hosts']) == (vm.HARD_DELETED,
+                                                          ['node2'])
+    assert statedb.list_allocations(instance_uuid=uuid) == []
+    assert statedb.get_host('node2')['used_vcpus'] == 0
+    # its own host is told anyway; nothing else held, nothing else named
+    assert statedb.hard_delete(instances.ctx, idle)[1]['doomed_hosts'] == []
+    # deleted again: nothing left to name
+    assert statedb.hard_delete(instances.ctx, uuid)[1]['doomed_hosts'] == []
