@@ -58,7 +58,8 @@ DEBOUNCE = {'xen': 0.5, 'kvm': 0.05, 'qemu': 0.05}
 # libvirt's QEMU driver, in its fake reboot (a soft reboot: ours, or virsh
 # reboot), sends no SHUTDOWN event when on_poweroff is destroy; otherwise
 # it kills QEMU after the event. Reading the domain then waits until libvirt
-# has stopped it (it reaps QEMU first), so the event itself is reported.
+# has stopped it (1.4 s and more, seen on libvirt 9.0), so the event itself
+# is reported.
 _POWER_OFF_IS_FINAL = frozenset({'kvm', 'qemu'})
 # States of a domain that is active but whose guest has stopped: libxl keeps
 # a preserved guest active as SHUTOFF (reason SHUTDOWN or CRASHED).

@@ -1,7 +1,7 @@
 """A guest's own power-off on QEMU is reported from libvirt's SHUTDOWN
 event, at once: libvirt holds the domain (every read waits) until it has
-reaped QEMU, which on a slow host took 1.2 to 1.8 s (issue 19, item 10;
-bench ``shutdown_libvirt --qemu``). Only the event with detail guest does
+stopped QEMU, which took 1.2 to 2.1 s on one test machine (issue 19, item
+10; bench ``shutdown_libvirt --qemu``). Only the event with detail guest does
 this, only on KVM/QEMU (whose fake reboot sends no such event), and only
 until the domain's next event or start. The test driver emits no SHUTDOWN
 event: it is injected, the domain still reading RUNNING as libvirt's does
