@@ -54,7 +54,9 @@ opts = [
                       'it absorbs the stop/start pair that libxl reports '
                       'for a reboot made inside the guest; QEMU reports '
                       'such a reboot as a REBOOT event, never a stop, so '
-                      'there it only merges a burst of events. Range 0-60; '
+                      'there it only merges a burst of events (and a '
+                      'guest\'s own power-off, QEMU\'s SHUTDOWN event with '
+                      'detail guest, is reported at once). Range 0-60; '
                       'default (unset): 0.5 with virt_type xen, 0.05 with '
                       'kvm and qemu; 0 reports every event at once.'),
     cfg.FloatOpt('reconnect_interval_min', default=0.5, min=0.01,

@@ -53,6 +53,14 @@ _RUNNING_STATES = frozenset({libvirt.VIR_DOMAIN_RUNNING,
 # on QEMU 7.2, libvirt 9.0: tests/functional/regressions/
 # test_guest_reboot_is_not_a_stop.py), so its debounce only merges a burst.
 DEBOUNCE = {'xen': 0.5, 'kvm': 0.05, 'qemu': 0.05}
+# virt_types whose SHUTDOWN event with detail guest means the guest is gone
+# for good: the driver defines QEMU domains with on_poweroff destroy, and
+# libvirt's QEMU driver, in its fake reboot (a soft reboot: ours, or virsh
+# reboot), sends no SHUTDOWN event when on_poweroff is destroy; otherwise
+# it kills QEMU after the event. Reading the domain then waits until libvirt
+# has stopped it (1.4 s and more, seen on libvirt 9.0), so the event itself
+# is reported.
+_POWER_OFF_IS_FINAL = frozenset({'kvm', 'qemu'})
 # States of a domain that is active but whose guest has stopped: libxl keeps
 # a preserved guest active as SHUTOFF (reason SHUTDOWN or CRASHED).
 _DOWN_STATES = frozenset({libvirt.VIR_DOMAIN_SHUTOFF,
@@ -191,6 +199,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
             None)
         # Callbacks of a lost connection went with it; keep the live one.
         self._event_ids = [(conn, callback_id)]
+        self._book.events_lost()
         if self.connection.opened:
             self.watcher.resync(d.UUIDString() for d in conn.listAllDomains())
 
@@ -200,7 +209,12 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         uuid = dom.UUIDString()
         LOG.debug('Lifecycle event %s/%s of %s', event, detail, uuid)
         self._book.saw_event(uuid, event, detail)
-        self.watcher.event(uuid, power_map.event_power(event))
+        self.watcher.event(uuid, power_map.event_power(event),
+                           final=self._powering_off(uuid))
+
+    def _powering_off(self, uuid):
+        return (self.virt_type in _POWER_OFF_IS_FINAL
+                and self._book.powering_off(uuid))
 
     def host_shutting_down(self):
         """The host is going down: guests that stop now are stopped by the
@@ -238,6 +252,12 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
 
     def _read_info(self, uuid):
         """The domain's DomainInfo now; power NOSTATE when it is gone."""
+        if self._powering_off(uuid):
+            # The guest powered itself off: libvirt holds the domain while
+            # it stops QEMU (reads wait for it) and says SHUTOFF after.
+            return DomainInfo(uuid, power.SHUTDOWN, self._book.reason(
+                uuid, power.SHUTDOWN, power_map.GUEST, shutting_down=True))
+
         def read(conn):
             dom = self._lookup(conn, uuid)
             if dom is None:

@@ -105,16 +105,21 @@ class DomainWatcher:
         with self._cond:
             self.callbacks.append(callback)
 
-    def event(self, uuid, claimed):
+    def event(self, uuid, claimed, *, final=False):
         """A lifecycle event for ``uuid`` claiming power_state ``claimed``
-        (None: no claim). Called from libvirt's event loop thread."""
+        (None: no claim). ``final``: nothing can follow that the debounce
+        should merge with it (a guest's own power-off on QEMU): read at
+        once. Called from libvirt's event loop thread."""
         with self._cond:
             entry = self._pending.get(uuid)
+            now = time.monotonic()
             if entry is None or entry.info is not None:   # new or a retry
-                due = time.monotonic() + self.debounce
-                entry = self._pending[uuid] = _Pending(due, claimed)
+                entry = self._pending[uuid] = _Pending(now + self.debounce,
+                                                       claimed)
             else:
                 entry.claimed = claimed      # the latest event decides
+            if final:
+                entry.due = min(entry.due, now)
             self._cond.notify()
 
     def resync(self, uuids):

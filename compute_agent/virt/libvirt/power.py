@@ -11,7 +11,8 @@ The mapping is data (:data:`POWER`, :data:`REASONS`, :data:`EVENT_POWER`);
 * a ``SHUTDOWN`` lifecycle event says whether the guest or the host asked
   (QEMU's detail): the domain's SHUTDOWN state (QEMU keeps the process a
   moment after the guest powered off) and the ``SHUTOFF_SHUTDOWN`` after
-  it take that reason;
+  it take that reason; when the guest asked, the domain is powering off
+  from then on (:meth:`ReasonBook.powering_off`) until its next event;
 * once the host is shutting down, every ``guest`` shutdown is ``host``.
 
 An expectation holds while the domain stays in the power_state it was made
@@ -138,6 +139,7 @@ class ReasonBook:
         self._path = path
         self._override = self._load()   # uuid -> (power_state, reason)
         self._shutdown_by = {}      # uuid -> 'guest' | 'host'
+        self._powering_off = set()  # uuids whose guest powered itself off
         self._busy = {}             # uuid -> operations running
         self.host_shutting_down = False
 
@@ -176,7 +178,9 @@ class ReasonBook:
                 self._save()
 
     def forget(self, uuid):
+        """The driver starts or removes the domain: nothing noted holds."""
         with self._lock:
+            self._powering_off.discard(uuid)
             if self._override.pop(uuid, None) is not None:
                 self._save()
 
@@ -200,14 +204,33 @@ class ReasonBook:
 
     def saw_event(self, uuid, event, detail):
         """Note who asked for a shutdown (QEMU's SHUTDOWN event detail); a
-        new run of the domain forgets it."""
+        new run of the domain forgets it. A guest's own power-off is noted
+        until the domain's next event (see :meth:`powering_off`)."""
         with self._lock:
             if event == libvirt.VIR_DOMAIN_EVENT_SHUTDOWN:
                 by = SHUTDOWN_BY.get(detail)
                 if by is not None:
                     self._shutdown_by[uuid] = by
-            elif event == libvirt.VIR_DOMAIN_EVENT_STARTED:
+                if by == GUEST:
+                    self._powering_off.add(uuid)
+                return
+            self._powering_off.discard(uuid)
+            if event == libvirt.VIR_DOMAIN_EVENT_STARTED:
                 self._shutdown_by.pop(uuid, None)
+
+    def powering_off(self, uuid):
+        """Whether the latest event of ``uuid`` was a SHUTDOWN the guest
+        asked for: the guest has powered itself off and QEMU is going
+        away (libvirt emits no SHUTDOWN event in its fake reboot, and with
+        ``on_poweroff`` ``destroy`` kills QEMU after it)."""
+        with self._lock:
+            return uuid in self._powering_off
+
+    def events_lost(self):
+        """A new connection: the events of the old one may be missing,
+        so what they said no longer holds."""
+        with self._lock:
+            self._powering_off.clear()
 
     def reason(self, uuid, power_state, natural, *, shutting_down=False):
         """The reason to report for a domain read as (power_state,
