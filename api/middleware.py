@@ -89,6 +89,7 @@ class BodyLimit:
     whose 413 is answered as a Nova fault."""
 
     def __init__(self, app, limit):
+        self.app = app
         self.limit = limit
         # A private ConfigOpts: the limiter's own option ([oslo_middleware]
         # max_request_body_size) is set from ours and shared with no one.
@@ -103,6 +104,10 @@ class BodyLimit:
         if length and not (length.isascii() and length.isdigit()):
             return _answer(start_response, 400, 'Content-Length must be a '
                            'whole number of bytes, not %r' % length)
+        if not int(length or 0) and 'HTTP_TRANSFER_ENCODING' not in environ:
+            # No body (GET, DELETE, most actions' answers): nothing to limit,
+            # and no request object to build on every such call.
+            return self.app(environ, start_response)
         refused = []
 
         def answer(status, headers, exc_info=None):
