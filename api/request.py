@@ -23,6 +23,10 @@ class Services:
     policy: object          # api.policy.Policy
 
 
+# Who sees where a server runs (api.policy defines them).
+EXTENDED_ATTRIBUTES_RULE = 'tristate:servers:show:extended_attributes'
+HOST_STATUS_RULE = 'tristate:servers:show:host_status'
+
 # The task a request started, on its answer (and its access log line).
 TASK_ID_HEADER = 'Tristate-Task-Id'
 
@@ -46,6 +50,10 @@ def links():
 
 def authorize(rule, target=None):
     services().policy.authorize(context(), rule, target)
+
+
+def allows(rule, target=None):
+    return services().policy.allows(context(), rule, target)
 
 
 def json_body(schema):
@@ -76,9 +84,13 @@ def hosts_up():
 
 def server_body(inst, up=None, fault=None):
     up = hosts_up() if up is None else up
-    return views.server(inst, version=version(), links=links(),
-                        host_up=up.get(inst.get('host'), False),
-                        fault=fault)
+    policy, ctx = services().policy, context()
+    target = {'project_id': inst['project_id']}
+    return views.server(
+        inst, version=version(), links=links(),
+        host_up=up.get(inst.get('host'), False), fault=fault,
+        extended=policy.allows(ctx, EXTENDED_ATTRIBUTES_RULE, target),
+        host_status=policy.allows(ctx, HOST_STATUS_RULE, target))
 
 
 def no_content(status=204):
