@@ -59,6 +59,21 @@ def list_rules():
               ('GET', '/servers?all_tenants=1')),
         _rule(SERVERS % 'show', OWNER, 'Show a server.',
               ('GET', '/servers/{server_id}')),
+        _rule(SERVERS % 'show:extended_attributes', ADMIN,
+              'See where a server runs: its OS-EXT-SRV-ATTR:host, '
+              'hypervisor_hostname and instance_name (Nova\'s '
+              'os_compute_api:os-extended-server-attributes).',
+              ('GET', '/servers/{server_id}'), ('GET', '/servers/detail')),
+        _rule(SERVERS % 'show:host_status', ADMIN,
+              'See whether a server\'s host is up: its host_status (Nova\'s '
+              'os_compute_api:servers:show:host_status).',
+              ('GET', '/servers/{server_id}'), ('GET', '/servers/detail')),
+        _rule(SERVERS % 'allow_all_filters', ADMIN,
+              'Filter server lists by any filter; without this, only the '
+              'filters Nova allows every project apply and the others are '
+              'dropped, as in Nova (os_compute_api:servers:'
+              'allow_all_filters).',
+              ('GET', '/servers'), ('GET', '/servers/detail')),
         _rule(SERVERS % 'create', ANYONE, 'Create a server.',
               ('POST', '/servers')),
         _rule(SERVERS % 'update', OWNER, 'Rename a server.',

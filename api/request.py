@@ -23,6 +23,10 @@ class Services:
     policy: object          # api.policy.Policy
 
 
+# Who sees where a server runs (api.policy defines them).
+EXTENDED_ATTRIBUTES_RULE = 'tristate:servers:show:extended_attributes'
+HOST_STATUS_RULE = 'tristate:servers:show:host_status'
+
 # The task a request started, on its answer (and its access log line).
 TASK_ID_HEADER = 'Tristate-Task-Id'
 
@@ -46,6 +50,10 @@ def links():
 
 def authorize(rule, target=None):
     services().policy.authorize(context(), rule, target)
+
+
+def allows(rule, target=None):
+    return services().policy.allows(context(), rule, target)
 
 
 def json_body(schema):
@@ -76,9 +84,23 @@ def hosts_up():
 
 def server_body(inst, up=None, fault=None):
     up = hosts_up() if up is None else up
-    return views.server(inst, version=version(), links=links(),
-                        host_up=up.get(inst.get('host'), False),
-                        fault=fault)
+    extended, host_status = _sees_where(inst['project_id'])
+    return views.server(
+        inst, version=version(), links=links(),
+        host_up=up.get(inst.get('host'), False), fault=fault,
+        extended=extended, host_status=host_status)
+
+
+def _sees_where(project_id):
+    """(extended attributes, host_status) this caller may see on a server
+    of ``project_id``; asked once per project in a request (a list of a
+    thousand servers asks once)."""
+    seen = flask.g.setdefault('sees_where', {})
+    if project_id not in seen:
+        target = {'project_id': project_id}
+        seen[project_id] = (allows(EXTENDED_ATTRIBUTES_RULE, target),
+                            allows(HOST_STATUS_RULE, target))
+    return seen[project_id]
 
 
 def no_content(status=204):

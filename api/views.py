@@ -104,8 +104,22 @@ def server_summary(inst, links):
             'links': links.links('servers', inst['uuid'])}
 
 
-def server(inst, *, version, links, host_up=True, fault=None):
-    """The detailed body of one server (GET /servers/{id}, /servers/detail)."""
+# Nova's os-extended-server-attributes: where the server runs (admin-only
+# by default, as in Nova).
+EXTENDED_ATTRIBUTES = ('OS-EXT-SRV-ATTR:host',
+                       'OS-EXT-SRV-ATTR:hypervisor_hostname',
+                       'OS-EXT-SRV-ATTR:instance_name')
+
+
+def server(inst, *, version, links, host_up=True, fault=None,
+           extended=True, host_status=True):
+    """The detailed body of one server (GET /servers/{id}, /servers/detail).
+
+    ``extended`` and ``host_status`` say whether the caller may see the
+    ``OS-EXT-SRV-ATTR:*`` keys and ``host_status`` (Nova's policies
+    ``os-extended-server-attributes`` and ``servers:show:host_status``);
+    keys the caller may not see are left out, as Nova does.
+    """
     vm_state, task_state = inst['vm_state'], inst['task_state']
     body = server_summary(inst, links)
     body.update({
@@ -149,6 +163,11 @@ def server(inst, *, version, links, host_up=True, fault=None):
         'tristate:oper_state': reconcile.oper_state(inst, host_up=host_up),
         'tristate:ec2_state': status.ec2_state(vm_state, task_state),
     })
+    if not extended:
+        for key in EXTENDED_ATTRIBUTES:
+            del body[key]
+    if not host_status:
+        del body['host_status']
     if fault is not None:
         body['fault'] = fault
     return body

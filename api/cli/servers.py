@@ -58,7 +58,9 @@ def list_row(server, long=False):
     row = (server['id'], server['name'], server['status'],
            server['OS-EXT-STS:task_state'],
            server['tristate:power_state_name'],
-           server['tristate:oper_state'], server['OS-EXT-SRV-ATTR:host'],
+           server['tristate:oper_state'],
+           # empty for a member: where it runs is for admins (as in Nova)
+           server.get('OS-EXT-SRV-ATTR:host'),
            flavor_name(server))
     if long:
         row += (server['OS-EXT-STS:vm_state'], server['tristate:ec2_state'],

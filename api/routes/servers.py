@@ -1,14 +1,19 @@
-"""``/servers``: list, show, create, rename (``PUT``), delete."""
+"""``/servers``: list (with Nova's filters), show, create, rename (``PUT``),
+delete."""
 
+import datetime
 from urllib import parse as urlparse
 
 import flask
 from oslo_utils import strutils
+from oslo_utils import timeutils
 
 from api import actions
+from api import microversion
 from api import patterns
 from api import request
 from api import schemas
+from api import status
 from api import views
 from common import exception
 from common import states
@@ -21,29 +26,151 @@ _ERRORED = (vm.ERROR, vm.PENDING)
 
 # --- listing -------------------------------------------------------------------
 
-def _all_tenants(args):
-    if 'all_tenants' not in args:
+def _all_tenants(query):
+    if 'all_tenants' not in query:
         return False
-    value = args.get('all_tenants')
+    value = query['all_tenants'][-1]
     return strutils.bool_from_string(value, default=True) if value else True
 
 
-def _filters(args):
-    """Predicates for Nova's status, name, host and project filters."""
+V = microversion.APIVersion
+# Nova's query parameters of GET /servers[/detail] (its schema, every
+# microversion); from 2.75 any other is a 400, below it is ignored.
+_NOVA_PARAMS = frozenset((
+    'user_id', 'project_id', 'tenant_id', 'launch_index', 'image_ref',
+    'image', 'kernel_id', 'ramdisk_id', 'hostname', 'key_name',
+    'power_state', 'vm_state', 'task_state', 'host', 'node', 'flavor',
+    'reservation_id', 'launched_at', 'terminated_at', 'availability_zone',
+    'name', 'ip', 'ip6', 'created_at', 'locked_by', 'uuid',
+    'root_device_name', 'config_drive', 'access_ip_v4', 'access_ip_v6',
+    'auto_disk_config', 'progress', 'sort_key', 'sort_dir', 'all_tenants',
+    'soft_deleted', 'deleted', 'status', 'changes-since', 'changes-before',
+    'limit', 'marker', 'tags', 'tags-any', 'not-tags', 'not-tags-any',
+    'locked'))
+_STRICT_QUERY = V(2, 75)
+_PAGING = ('limit', 'marker', 'sort_key', 'sort_dir')
+# What a caller without allow_all_filters may filter by, from the
+# microversion Nova allows each; Nova drops the others from such a query.
+_FOR_EVERYONE = (
+    (V(2, 1), ('reservation_id', 'name', 'status', 'image', 'flavor', 'ip',
+               'changes-since', 'all_tenants')),
+    (V(2, 5), ('ip6',)),
+    (V(2, 26), ('tags', 'tags-any', 'not-tags', 'not-tags-any')),
+    (V(2, 66), ('changes-before',)),
+    (V(2, 73), ('locked',)),
+    (V(2, 83), ('availability_zone', 'config_drive', 'key_name',
+                'created_at', 'launched_at', 'terminated_at', 'power_state',
+                'task_state', 'vm_state', 'progress', 'user_id')),
+    (V(2, 90), ('hostname',)),
+)
+
+
+def _query(args, version):
+    """{parameter: [values]} of the filters this caller may use, as Nova
+    keeps them: unknown ones are a 400 from 2.75, and a caller without
+    ``allow_all_filters`` loses those Nova does not allow everyone."""
+    query = {k: args.getlist(k) for k in args}
+    unknown = sorted(k for k in query if k not in _NOVA_PARAMS)
+    if unknown and version >= _STRICT_QUERY:
+        raise exception.Invalid(
+            'Invalid input for query parameters %s. Additional properties '
+            'are not allowed (%s unexpected)' % (unknown[0], ', '.join(
+                repr(k) for k in unknown)))
+    if request.allows('tristate:servers:allow_all_filters'):
+        return query
+    allowed = set(_PAGING)
+    for since, names in _FOR_EVERYONE:
+        if version >= since:
+            allowed.update(names)
+    return {k: v for k, v in query.items() if k in allowed}
+
+
+def _timestamp(query, name):
+    value = query[name][-1]
+    try:
+        return timeutils.normalize_time(timeutils.parse_isotime(value))
+    except ValueError:
+        raise exception.Invalid(
+            'Invalid input for query parameters %s. Value: %s. %r is not a '
+            "'date-time' (ISO 8601, e.g. 2026-01-31T12:00:00Z)"
+            % (name, value, value)) from None
+
+
+def _updated(inst):
+    value = inst['updated_at'] or inst['created_at']
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    return timeutils.normalize_time(value)
+
+
+def _changes(query):
+    """Predicates for changes-since and changes-before (on updated_at)."""
     checks = []
-    if args.get('status'):
-        wanted = {s.upper() for s in args.getlist('status')}
-        checks.append(lambda body: body['status'] in wanted)
-    if args.get('name'):
-        pattern = patterns.compile_filter('name', args['name'])
-        checks.append(lambda body: pattern.search(body['name']))
-    if args.get('host'):
-        checks.append(
-            lambda body: body['OS-EXT-SRV-ATTR:host'] == args['host'])
-    project = args.get('project_id') or args.get('tenant_id')
-    if project:
-        checks.append(lambda body: body['tenant_id'] == project)
+    since = before = None
+    if 'changes-since' in query:
+        since = _timestamp(query, 'changes-since')
+        checks.append(lambda inst, body: _updated(inst) >= since)
+    if 'changes-before' in query:
+        before = _timestamp(query, 'changes-before')
+        checks.append(lambda inst, body: _updated(inst) <= before)
+    if since and before and before < since:
+        raise exception.Invalid('The value of changes-since must be less '
+                                'than or equal to changes-before.')
     return checks
+
+
+def _not_deleted(query):
+    """Tristate lists no deleted server: ``deleted=true`` (and vm_state
+    ``deleted``) are refused, never ignored."""
+    wanted = [s.lower() for s in query.get('vm_state', ())]
+    deleted = 'deleted' in wanted or vm.HARD_DELETED in wanted
+    if deleted and not request.context().is_admin:
+        raise exception.Forbidden(
+            action='listing deleted instances (admin only)')
+    if deleted or strutils.bool_from_string(
+            query.get('deleted', ['false'])[-1], default=False):
+        raise exception.Invalid(
+            'deleted: listing deleted servers is not supported (Tristate '
+            'keeps no listing of hard-deleted servers)')
+
+
+# The filters Tristate honours: the instance's column each one matches
+# (the last value sent), or None for those handled on their own.
+_EXACT = {'host': 'host', 'node': 'host', 'flavor': 'flavor_name',
+          'image': 'image_ref', 'image_ref': 'image_ref',
+          'project_id': 'project_id', 'tenant_id': 'project_id',
+          'user_id': 'user_id', 'uuid': 'uuid'}
+_HONOURED = frozenset(_EXACT) | {
+    'status', 'name', 'vm_state', 'deleted', 'changes-since',
+    'changes-before', 'all_tenants', 'limit', 'marker'}
+
+
+def _exact(column, value):
+    return lambda inst, body: inst.get(column) == value
+
+
+def _filters(query, version):
+    """Predicates on (instance, body) for the filters of ``query``; a
+    filter of Nova's that Tristate cannot honour is a 400."""
+    refused = sorted(k for k in query
+                     if k in _NOVA_PARAMS and k not in _HONOURED)
+    if refused:
+        raise exception.Invalid('%s: filtering servers by %s is not '
+                                'supported' % (refused[0], refused[0]))
+    _not_deleted(query)
+    checks = [_exact(column, query[name][-1])
+              for name, column in _EXACT.items() if name in query]
+    if 'status' in query:
+        wanted = {s.upper() for s in query['status']}
+        checks.append(lambda inst, body: body['status'] in wanted)
+    if 'vm_state' in query:
+        states_ = {s.lower() for s in query['vm_state']}
+        checks.append(lambda inst, body: status.shown_vm_state(
+            inst['vm_state'], version) in states_)
+    if query.get('name', [''])[-1]:
+        pattern = patterns.compile_filter('name', query['name'][-1])
+        checks.append(lambda inst, body: pattern.search(body['name']))
+    return checks + _changes(query)
 
 
 def _page(bodies, args, max_limit):
@@ -87,9 +214,10 @@ def _next_link(args, marker, limit):
 
 def _list(detail):
     args = flask.request.args
-    checks = _filters(args)
     request.authorize('tristate:servers:index')
-    all_projects = _all_tenants(args)
+    query = _query(args, request.version())
+    checks = _filters(query, request.version())
+    all_projects = _all_tenants(query)
     if all_projects:
         request.authorize('tristate:servers:index:all_tenants')
     svc = request.services()
@@ -99,8 +227,8 @@ def _list(detail):
     insts = sorted(insts, key=lambda i: (str(i['created_at']), i['uuid']),
                    reverse=True)
     up = request.hosts_up()
-    bodies = [request.server_body(i, up) for i in insts]
-    bodies = [b for b in bodies if all(check(b) for check in checks)]
+    bodies = [b for i, b in ((i, request.server_body(i, up)) for i in insts)
+              if all(check(i, b) for check in checks)]
     page, links = _page(bodies, args, svc.conf.api.max_limit)
     if not detail:
         page = [{k: b[k] for k in ('id', 'name', 'links')} for b in page]

@@ -113,6 +113,12 @@ class Api:
         assert resp.status_code == 202, resp.get_json()
         return resp.get_json()['server']
 
+    def host(self, server_id):
+        """Where the server runs, read as an admin: only admins see
+        ``OS-EXT-SRV-ATTR:host`` (Nova's default policy)."""
+        admin = self.as_(ADMIN_TOKEN, self.version)
+        return admin.server(server_id)['OS-EXT-SRV-ATTR:host']
+
     def action(self, server_id, body, expect=(200, 202, 204)):
         resp = self.post('/servers/%s/action' % server_id, body)
         assert resp.status_code in expect, (body, resp.get_json())

@@ -27,8 +27,8 @@ def api(app):
 
 
 def _record(plane, server):
-    return fake.HostStore(plane.conf.state_dir, server['OS-EXT-SRV-ATTR:host']
-                          ).read()['domains'][server['id']]
+    host = plane.statedb.get_instance(server['id'])['host']
+    return fake.HostStore(plane.conf.state_dir, host).read()['domains'][server['id']]
 
 
 def _digest(password):

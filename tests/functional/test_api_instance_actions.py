@@ -92,7 +92,7 @@ def test_an_admin_sees_events_at_every_version(api, admin, version, keys):
 def test_a_failed_task_shows_its_message(api, admin, shared_plane):
     server = api.active()
     store = fake.HostStore(shared_plane.conf.state_dir,
-                           server['OS-EXT-SRV-ATTR:host'])
+                           api.host(server['id']))
     store.set_fault('power_off', 'fail', count=1)
     try:
         api.act(server['id'], {'os-stop': None})
@@ -114,7 +114,7 @@ def test_a_failed_task_shows_its_message(api, admin, shared_plane):
 def test_a_running_task_has_no_result_yet(api, shared_plane):
     server = api.active()
     store = fake.HostStore(shared_plane.conf.state_dir,
-                           server['OS-EXT-SRV-ATTR:host'])
+                           api.host(server['id']))
     store.set_fault('power_off', 'hang')
     try:
         resp = api.action(server['id'], {'os-stop': None})

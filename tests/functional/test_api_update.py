@@ -56,12 +56,12 @@ def test_rename_with_nothing_to_change_answers_the_server(api):
 def test_rename_while_a_task_runs_keeps_the_task(api, shared_plane):
     server = api.active(name='busy')
     store = fake.HostStore(shared_plane.conf.state_dir,
-                           server['OS-EXT-SRV-ATTR:host'])
+                           api.host(server['id']))
     store.set_fault('power_off', 'hang', count=1)
     try:
         api.action(server['id'], {'os-stop': None})
         # Cleared before the agent's driver call, the stop would succeed.
-        wait_hung(shared_plane, server['OS-EXT-SRV-ATTR:host'], 'power_off')
+        wait_hung(shared_plane, api.host(server['id']), 'power_off')
         running = api.server(server['id'])
         assert running['OS-EXT-STS:task_state'] == 'stopping'
         resp = _rename(api, server['id'], {'server': {'name': 'renamed'}})

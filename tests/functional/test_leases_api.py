@@ -191,7 +191,7 @@ def test_servers_with_the_reservation_hint(api, plane, clock):
         assert resp.status_code == 202, resp.get_json()
         server = api.settled(resp.get_json()['server']['id'])
         assert server['status'] == 'ACTIVE'
-        assert server['OS-EXT-SRV-ATTR:host'] == res['tristate:hosts'][0]
+        assert api.host(server['id']) == res['tristate:hosts'][0]
     resp = api.post('/servers', {
         'server': {'name': 'job', 'flavorRef': 'tiny', 'imageRef': 'cirros'},
         'os:scheduler_hints': {'reservation_id': 42}})

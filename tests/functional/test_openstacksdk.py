@@ -134,3 +134,28 @@ def test_quota_sets_and_usage_through_openstacksdk(conn):
     assert conn.compute.get_quota_set_defaults(project).cores != got.cores
     detail = conn.compute.get_quota_set(project, usage=True)
     assert detail.usage['instances'] == 0
+
+
+def test_server_list_filters_through_openstacksdk(conn):
+    """openstacksdk's filters are honoured, or refused: never ignored."""
+    created = conn.compute.create_server(name='sdkf', flavor_id='small',
+                                         image_id='cirros')
+    server = conn.compute.wait_for_server(created, status='ACTIVE',
+                                          wait=TIMEOUT, interval=0.1)
+    try:
+        def ids(**query):
+            return {s.id for s in conn.compute.servers(**query)}
+        assert server.id in ids(flavor='small', image='cirros')
+        assert server.id not in ids(flavor='tiny')
+        assert server.id not in ids(image='other')
+        assert server.id in ids(vm_state='active',
+                                changes_since='2000-01-01T00:00:00Z')
+        assert ids(changes_since='2999-01-01T00:00:00Z') == set()
+        assert server.id not in ids(changes_before='2000-01-01T00:00:00Z')
+        assert server.id in ids(compute_host=server.compute_host)
+        for refused in ({'deleted_only': True}, {'ipv4_address': '10.0.0.1'}):
+            with pytest.raises(sdk_exceptions.BadRequestException) as bad:
+                list(conn.compute.servers(**refused))
+            assert 'not supported' in str(bad.value)
+    finally:
+        conn.compute.delete_server(server)

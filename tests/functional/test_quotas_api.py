@@ -74,7 +74,7 @@ def test_over_quota_is_403_and_delete_frees_with_agent_stopped(
         'name': 'two', 'flavorRef': 'tiny', 'imageRef': api_support.IMAGE}})
     assert resp.status_code == 403, resp.get_json()
     assert 'instances' in message(resp) and 'of 1' in message(resp)
-    host = first['OS-EXT-SRV-ATTR:host']
+    host = member.host(first['id'])
     plane.stop_agent(host)
     assert member.delete('/servers/%s' % first['id']).status_code == 204
     detail = member.get('/os-quota-sets/%s/detail' % _project(member))
