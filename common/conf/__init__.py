@@ -13,6 +13,7 @@ from common.conf import conductor
 from common.conf import database
 from common.conf import default
 from common.conf import fake_driver
+from common.conf import image
 from common.conf import leases
 from common.conf import libvirt
 from common.conf import metrics
@@ -33,6 +34,7 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             api,
             oslo_middleware,
             libvirt,
+            image,
             fake_driver,
             shutdown)
 
