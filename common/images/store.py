@@ -19,7 +19,9 @@ What this module adds to the library:
   tier answers 4xx for the user's mistakes.
 
 The location a store returns (``file:///...``, ``rbd://...``) may hold
-credentials: it is kept in the catalogue and never shown to users.
+credentials: it is kept in the catalogue, never shown to users and never
+taken from them (``get`` and ``delete`` open whatever location they are
+given).
 """
 
 import functools
