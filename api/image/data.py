@@ -28,10 +28,7 @@ from api import middleware
 from api.image import access
 from common import exception
 from common.db import images as images_db
-try:
-    from common.images import formats
-except ImportError:         # not merged yet: uploads are refused (below)
-    formats = None
+from common.images import formats
 
 LOG = logging.getLogger(__name__)
 
@@ -112,7 +109,7 @@ class _Body:
             self.inspector.feed(chunk)
             self._touch()
             yield chunk
-        self.inspector.close()
+        self.inspector.finish()
 
 
 def _check_formats(image):
@@ -153,9 +150,6 @@ def upload(image_id):
 
 
 def _store(image, token, size):
-    if formats is None:
-        raise exception.ServiceUnavailable(
-            reason='image content inspection is not available')
     store = access.services().store
     inspector = formats.Inspector(image['disk_format'])
     body = _Body(image, token, inspector)
@@ -165,7 +159,7 @@ def _store(image, token, size):
         done = images_db.finish_upload(
             access.statedb(), image['id'], token, location=location,
             size=written, checksum=md5, os_hash_value=sha512,
-            virtual_size=inspector.virtual_size)
+            virtual_size=inspector.info.virtual_size)
     except BaseException:
         store.delete(location)
         raise
