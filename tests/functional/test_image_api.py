@@ -540,3 +540,52 @@ def test_another_glance_serves_the_images(shared_plane):
         assert http.get('/v2.1/images').status_code == 404
     finally:
         conf.clear_override('api_endpoint', group='image')
+
+
+# --- a client no one here wrote -------------------------------------------------------
+
+def test_openstacksdk_image_calls(server, tmp_path):
+    import openstack
+    project = api_support.new_project()
+    conn = openstack.connect(
+        load_yaml_config=False, load_envvars=False, auth_type='admin_token',
+        auth={'token': project, 'endpoint': server.url + '/v2.1'},
+        region_name='RegionOne', identity_api_version='3',
+        image_endpoint_override=server.url + '/image')
+    try:
+        data = os.urandom(200 * 1024)
+        path = tmp_path / 'disk.raw'
+        path.write_bytes(data)
+        image = conn.image.create_image(
+            name='sdk-image', filename=str(path), disk_format='raw',
+            container_format='bare', visibility='private', wait=True,
+            tags=['sdk'], properties={'os_distro': 'debian'})
+        found = conn.image.find_image('sdk-image', ignore_missing=False)
+        assert found.id == image.id
+        assert found.status == 'active'
+        assert found.hash_value == hashlib.sha512(data).hexdigest()
+        assert found.os_distro == 'debian'
+        # create_image's own properties (owner_specified.openstack.*)
+        assert found.properties['owner_specified.openstack.object'] \
+            == 'images/sdk-image'
+        conn.image.update_image(image.id, name='sdk-renamed',
+                                tags=['sdk', 'two'], architecture='x86_64')
+        renamed = conn.image.get_image(image.id)
+        assert (renamed.name, sorted(renamed.tags)) == ('sdk-renamed',
+                                                        ['sdk', 'two'])
+        assert renamed.architecture == 'x86_64'
+        out = tmp_path / 'out.raw'
+        conn.image.download_image(image.id, output=str(out))
+        assert out.read_bytes() == data
+        names = [i.name for i in conn.image.images(tag='sdk')]
+        assert names == ['sdk-renamed']
+        second = conn.image.create_image(name='sdk-empty', tags=['sdk'],
+                                         disk_format='raw',
+                                         container_format='bare')
+        # pages of one, followed by the 'next' links
+        paged = [i.id for i in conn.image.images(tag='sdk', limit=1)]
+        assert paged == [second.id, image.id]
+        conn.image.delete_image(image.id)
+        assert conn.image.find_image(image.id) is None
+    finally:
+        conn.close()
