@@ -20,6 +20,7 @@ import uuid as uuidlib
 import pytest
 import requests
 
+from api import server as server_mod
 from api import service as api_service
 from common.db import images as images_db
 from common.images import grants
@@ -429,6 +430,26 @@ def test_a_slow_upload_that_keeps_moving_passes(server, glance):
                       [chunk, 0.5, chunk, 0.5, chunk, 0.5, chunk])
     assert ' 204 ' in answer.splitlines()[0], answer
     assert glance.show(image)['size'] == 4 * len(chunk)
+
+
+def test_the_idle_bound_is_upload_idle_timeout_not_the_socket_timeout(
+        shared_plane, glance):
+    """Pauses longer than the server's socket timeout (cheroot's, made 0.5
+    s here; 10 s by default) but within [image] upload_idle_timeout (2 s)
+    do not cut an upload."""
+    app = api_support.make_app(shared_plane)
+    slow = server_mod.ApiServer(app, port=0, threads=2)
+    slow.server.timeout = 0.5
+    slow.start()
+    try:
+        mine = Glance(slow, token=glance.token)
+        image = mine.create()['id']
+        answer = _raw_put(slow, mine, image, 2048,
+                          [b'a' * 1024, 1.2, b'b' * 1024])
+        assert ' 204 ' in answer.splitlines()[0], answer
+        assert mine.show(image)['size'] == 2048
+    finally:
+        slow.stop()
 
 
 def _rss():
