@@ -37,6 +37,15 @@ class Services:
     _store: object = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
+    _grant_key: bytes = None
+
+    @property
+    def grant_key(self):
+        """The HMAC key of grants (read once: it never changes)."""
+        if self._grant_key is None:
+            self._grant_key = images_db.service_key(self.statedb, GRANT_KEY)
+        return self._grant_key
+
     @property
     def store(self):
         """The image store, made on first use (loading glance_store's
@@ -76,8 +85,8 @@ def user():
 
 
 def _check_grant(image_id, op):
-    key = images_db.service_key(statedb(), GRANT_KEY)
-    grants.verify(key, grant_token(), image_id=image_id, op=op)
+    grants.verify(services().grant_key, grant_token(), image_id=image_id,
+                  op=op)
 
 
 def image(image_id, op='read'):

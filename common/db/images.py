@@ -573,4 +573,7 @@ def service_key(statedb, name):
                               created_at=_now(statedb))
             secret = read(conn)
         return secret
-    return bytes.fromhex(statedb.db.transaction(txn))
+    secret = statedb.db.transaction(read, readonly=True)
+    if secret is None:
+        secret = statedb.db.transaction(txn)
+    return bytes.fromhex(secret)
