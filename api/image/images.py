@@ -372,3 +372,19 @@ def delete_tag(image_id, tag):
     images_db.update(access.statedb(), access.user(), image_id,
                      remove_tags=[tag])
     return flask.Response(status=204)
+
+
+# --- actions -----------------------------------------------------------------------
+
+@bp.post('/v2/images/<image_id>/actions/deactivate')
+def deactivate(image_id):
+    images_db.set_active(access.statedb(), access.user(), image_id,
+                         active=False)
+    return flask.Response(status=204)
+
+
+@bp.post('/v2/images/<image_id>/actions/reactivate')
+def reactivate(image_id):
+    images_db.set_active(access.statedb(), access.user(), image_id,
+                         active=True)
+    return flask.Response(status=204)

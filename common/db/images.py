@@ -356,6 +356,26 @@ def stored_location(image):
     return location
 
 
+def set_active(statedb, ctx, image_id, *, active):
+    """Glance's deactivate (active → deactivated: its data can no longer be
+    downloaded, except by admins) and reactivate (back to active), by the
+    owner or an admin; any other status is
+    :class:`~common.exception.Forbidden`."""
+    source, target = ((DEACTIVATED, ACTIVE) if active
+                      else (ACTIVE, DEACTIVATED))
+
+    def txn(conn):
+        image = _get(conn, ctx, image_id, lock=True)
+        _check_owner(ctx, image, 'reactivate' if active else 'deactivate')
+        if image['status'] not in (source, target):
+            raise exception.Forbidden(
+                "Not allowed to %s image in status '%s'"
+                % ('reactivate' if active else 'deactivate', image['status']))
+        conn.execute(sa.update(I).where(I.c.id == image_id).values(
+            status=target, updated_at=_now(statedb)))
+    statedb.db.transaction(txn)
+
+
 # --- uploads ---------------------------------------------------------------
 
 def begin_upload(statedb, image_id, *, ctx=None, stale_after=None):

@@ -322,6 +322,24 @@ def test_upload_and_download(glance):
         == 204
 
 
+def test_deactivate_and_reactivate(glance, other):
+    image = glance.create(visibility='public')['id']
+    assert glance.call('POST', '/v2/images/%s/actions/deactivate'
+                       % image).status_code == 403     # queued
+    glance.upload(image, b'd' * 10)
+    assert other.call('POST', '/v2/images/%s/actions/deactivate'
+                      % image).status_code == 403      # not the owner's
+    assert glance.call('POST', '/v2/images/%s/actions/deactivate'
+                       % image).status_code == 204
+    assert glance.show(image)['status'] == 'deactivated'
+    assert other.call('GET', '/v2/images/%s/file' % image).status_code \
+        == 403
+    assert glance.call('POST', '/v2/images/%s/actions/reactivate'
+                       % image).status_code == 204
+    assert other.call('GET', '/v2/images/%s/file' % image).content \
+        == b'd' * 10
+
+
 def test_upload_refusals_leave_the_image_queued(glance):
     image = glance.create()['id']
     resp = glance.call('PUT', '/v2/images/%s/file' % image, data=b'x',
