@@ -350,6 +350,19 @@ def test_upload_refusals_leave_the_image_queued(glance):
     assert glance.show(no_format)['status'] == 'queued'
 
 
+def test_max_image_size(shared_plane, glance):
+    set_opts(shared_plane.conf, 'image', max_image_size=1000)
+    try:
+        image = glance.create()['id']
+        resp = glance.upload(image, b'z' * 1001, expect=413)
+        assert 'max_image_size' in _message(resp)
+        glance.upload(image, iter([b'z' * 600, b'z' * 600]), expect=413)
+        assert glance.show(image)['status'] == 'queued'
+        glance.upload(image, b'z' * 1000)
+    finally:
+        shared_plane.conf.clear_override('max_image_size', group='image')
+
+
 def _qcow2(tmp_path, backing=False):
     path = tmp_path / ('over.qcow2' if backing else 'plain.qcow2')
     command = ['qemu-img', 'create', '-f', 'qcow2']
