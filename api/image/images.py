@@ -57,6 +57,17 @@ def _check_key(key):
                                 '255 characters: %s...' % key[:32])
 
 
+def _check_publicize(ctx, values):
+    """Only admins make an image public (Glance's default
+    ``publicize_image`` rule): a project cannot put an image in every
+    other project's list."""
+    if values.get('visibility') == 'public' and not ctx.is_admin:
+        raise access.http_error(403, 'You are not authorized to complete '
+                                     'publicize_image action: only admins '
+                                     'make images public (community is for '
+                                     'everyone)')
+
+
 def _check_numbers(values):
     for key in ('min_disk', 'min_ram'):
         if values.get(key) is not None and values[key] < 0:
@@ -112,6 +123,7 @@ def create():
         _check_key(key)
         values['properties'][key] = value
     _check_numbers(values)
+    _check_publicize(ctx, values)
     if len(values.get('tags') or ()) > MAX_TAGS:
         raise exception.Invalid('At most %d tags per image' % MAX_TAGS)
     image = images_db.create(access.statedb(), ctx, values)
@@ -301,6 +313,7 @@ class _Changes:
             self.tags = value
         elif key in BASE:
             self.values[key] = value
+            _check_publicize(self.ctx, self.values)
         else:
             self.properties[key] = (op, value)
 

@@ -176,9 +176,29 @@ def test_errors_have_glances_shape(glance):
     assert missing in html.text
 
 
-def test_private_is_invisible_to_others_public_is_seen(glance, other):
+def _admin_of(server, glance):
+    """The same project, as an admin (noauth: the user named admin)."""
+    return Glance(server, token='admin:%s' % glance.project)
+
+
+def test_only_admins_make_images_public(server, glance):
+    resp = glance.call('POST', '/v2/images', json={'visibility': 'public'})
+    assert resp.status_code == 403
+    assert 'publicize_image' in _message(resp)
+    image = glance.create()['id']
+    glance.patch(image, [{'op': 'replace', 'path': '/visibility',
+                          'value': 'public'}], expect=403)
+    assert glance.create(visibility='community')['visibility'] == 'community'
+    admin = _admin_of(server, glance)
+    admin.patch(image, [{'op': 'replace', 'path': '/visibility',
+                         'value': 'public'}])
+    assert glance.show(image)['visibility'] == 'public'
+
+
+def test_private_is_invisible_to_others_public_is_seen(server, glance,
+                                                      other):
     private = glance.create(visibility='private')['id']
-    public = glance.create(visibility='public')['id']
+    public = _admin_of(server, glance).create(visibility='public')['id']
     assert other.call('GET', '/v2/images/%s' % private).status_code == 404
     assert other.call('GET', '/v2/images/%s/file' % private).status_code \
         == 404
@@ -322,8 +342,8 @@ def test_upload_and_download(glance):
         == 204
 
 
-def test_deactivate_and_reactivate(glance, other):
-    image = glance.create(visibility='public')['id']
+def test_deactivate_and_reactivate(server, glance, other):
+    image = _admin_of(server, glance).create(visibility='public')['id']
     assert glance.call('POST', '/v2/images/%s/actions/deactivate'
                        % image).status_code == 403     # queued
     glance.upload(image, b'd' * 10)
