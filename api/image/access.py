@@ -20,6 +20,7 @@ import flask
 import webob.exc
 
 from api import auth
+from api import jsonbody
 from common import exception
 from common.db import images as images_db
 from common.images import grants
@@ -104,6 +105,20 @@ def base_url():
     if prefix:
         return prefix.rstrip('/') + flask.request.script_root + '/'
     return flask.request.url_root
+
+
+def check_request():
+    """Path parameters and query parameters (names and values) must be
+    printable text: no id, name or filter holds a control character, and
+    PostgreSQL refuses a query with a NUL in it (400 naming the parameter)."""
+    jsonbody.check_path(flask.request.view_args)
+    check_query(flask.request.args)
+
+
+def check_query(args):
+    for name, value in args.items(multi=True):
+        jsonbody.check_path({'query parameter %s' % jsonbody.short(name):
+                             name, 'query parameter %s' % name: value})
 
 
 # --- errors -----------------------------------------------------------------

@@ -163,6 +163,22 @@ def test_bad_creates_are_refused_naming_the_field(glance, body, code, word):
     assert word in _message(resp)
 
 
+@pytest.mark.parametrize('path, params', [
+    ('/v2/images', {'name': 'a\x00b'}),
+    ('/v2/images', {'tag': '\x1b'}),
+    ('/v2/images', {'os_distro\x00': 'x'}),
+    ('/v2/images', {'marker': '\x00'}),
+    ('/v2/images/a%00b', {}),
+    ('/v2/images/%s/members/a%%00b' % uuidlib.uuid4(), {}),
+])
+def test_control_characters_in_paths_and_queries_are_400(glance, path,
+                                                        params):
+    resp = glance.call('GET', path, params=params,
+                       headers={'Accept': 'application/json'})
+    assert resp.status_code == 400, resp.text
+    assert 'printable text' in resp.json()['message']
+
+
 def test_errors_have_glances_shape(glance):
     missing = str(uuidlib.uuid4())
     resp = glance.call('GET', '/v2/images/%s' % missing,
@@ -590,6 +606,7 @@ def test_nova_image_proxy(server, glance):
         'ACTIVE', 100, 2, 0, 100)
     assert shown['metadata'] == {'instance_uuid': 'abc'}
     assert shown['server']['id'] == 'abc'
+    assert compute.get(base, params={'name': 'a\x00'}).status_code == 400
     detail = compute.get(base + '/detail', params={'name': 'nova-view'})
     assert [i['id'] for i in detail.json()['images']] == [image]
     late = compute.get(base, headers={'OpenStack-API-Version':
