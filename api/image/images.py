@@ -12,8 +12,10 @@ import logging
 import urllib.parse
 
 import flask
+from werkzeug import exceptions as http_exceptions
 
 from api import jsonbody
+from api import middleware
 from api.image import access
 from api.image import schemas
 from api.image import views
@@ -38,13 +40,55 @@ PATCH_TYPES = ('application/openstack-images-v2.0-json-patch',
 # Attributes that only a queued image may change (Glance's rule).
 QUEUED_ONLY = ('disk_format', 'container_format')
 MAX_TAGS = 128
+MAX_INT = 2 ** 31 - 1           # min_disk, min_ram (the columns' range)
+MAX_BIGINT = 2 ** 63 - 1        # sizes
 
 
 def _body():
-    data = flask.request.get_data(cache=True)
+    """The JSON body, read within ``[api] max_request_body_size`` (413)
+    and ``body_timeout``: the mount sends image requests past the compute
+    API's limits, which only the data routes may skip."""
+    data = _read_limited(access.services().conf.api)
     if not data.strip():
         raise exception.Invalid('Body expected in request.')
     return jsonbody.loads(data)
+
+
+def _too_large(limit):
+    return access.http_error(413, 'Request body too large: at most %d bytes '
+                                  '([api] max_request_body_size)' % limit)
+
+
+def _read_limited(api_conf):
+    limit = api_conf.max_request_body_size
+    if (flask.request.content_length or 0) > limit:
+        raise _too_large(limit)
+    deadline = flask.request.environ.get(middleware.BODY_DEADLINE)
+    if deadline is not None:
+        deadline(api_conf.body_timeout)
+    parts, size = [], 0
+    try:
+        while size <= limit:
+            part = flask.request.stream.read(limit + 1 - size)
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+    except (OSError, ValueError, http_exceptions.ClientDisconnected):
+        raise _too_slow() from None
+    finally:
+        if deadline is not None:
+            deadline(None)
+    if size > limit:
+        raise _too_large(limit)
+    if size < (flask.request.content_length or 0):
+        raise _too_slow()       # cut short: the deadline ended the read
+    return b''.join(parts)
+
+
+def _too_slow():
+    return access.http_error(408, 'The request body did not arrive in time '
+                                  '([api] body_timeout)')
 
 
 def _check_key(key):
@@ -70,9 +114,10 @@ def _check_publicize(ctx, values):
 
 def _check_numbers(values):
     for key in ('min_disk', 'min_ram'):
-        if values.get(key) is not None and values[key] < 0:
-            raise exception.Invalid('%s must be 0 or more, not %d'
-                                    % (key, values[key]))
+        value = values.get(key)
+        if value is not None and not 0 <= value <= MAX_INT:
+            raise exception.Invalid('%s must be a whole number from 0 to %d, '
+                                    'not %d' % (key, MAX_INT, value))
 
 
 # --- versions and schemas -----------------------------------------------------
@@ -156,8 +201,9 @@ def _whole(params, key, default=None):
     except ValueError:
         raise exception.Invalid('%s param must be an integer, not %r'
                                 % (key, value)) from None
-    if number < 0:
-        raise exception.Invalid('%s param must be positive' % key)
+    if not 0 <= number <= MAX_BIGINT:
+        raise exception.Invalid('%s param must be from 0 to %d, not %d'
+                                % (key, MAX_BIGINT, number))
     return number
 
 

@@ -153,6 +153,7 @@ def test_create_show_has_glance_view(glance):
     ({'visibility': 'everyone'}, 400, 'visibility'),
     ({'min_disk': 'big'}, 400, 'min_disk'),
     ({'min_ram': -1}, 400, 'min_ram'),
+    ({'min_disk': 2 ** 31}, 400, 'min_disk'),
     ({'extra': 5}, 400, 'extra'),
     ({'id': 'not-a-uuid'}, 400, 'id'),
 ])
@@ -177,6 +178,21 @@ def test_control_characters_in_paths_and_queries_are_400(glance, path,
                        headers={'Accept': 'application/json'})
     assert resp.status_code == 400, resp.text
     assert 'printable text' in resp.json()['message']
+
+
+def test_json_bodies_keep_the_compute_apis_size_limit(glance):
+    """Only image data passes [api] max_request_body_size (4 KiB here)."""
+    big = {'name': 'big', 'note': 'n' * 5000}
+    assert glance.call('POST', '/v2/images', json=big).status_code == 413
+    chunked = glance.call('POST', '/v2/images', data=iter(
+        [b'{"name": "', b'n' * 5000, b'"}']),
+        headers={'Content-Type': 'application/json'})
+    assert chunked.status_code == 413
+    image = glance.create()['id']
+    resp = glance.call('PATCH', '/v2/images/%s' % image, json=[
+        {'op': 'add', 'path': '/note', 'value': 'n' * 5000}],
+        headers={'Content-Type': PATCH_TYPE})
+    assert resp.status_code == 413
 
 
 def test_errors_have_glances_shape(glance):
@@ -280,6 +296,8 @@ def test_pagination_follows_next(glance):
         'limit': 'x'}).status_code == 400
     assert glance.call('GET', '/v2/images', params={
         'sort_key': 'owner'}).status_code == 400
+    assert glance.call('GET', '/v2/images', params={
+        'size_min': 2 ** 64}).status_code == 400
 
 
 def test_patch(glance):
@@ -426,21 +444,26 @@ def test_qcow2_with_a_backing_file_is_refused(glance, tmp_path):
     assert glance.show(raw)['status'] == 'queued'
 
 
-def _raw_put(server, glance, image_id, length, parts):
+def _raw_put(server, glance, image_id, length, parts, *,
+             request='PUT /image/v2/images/%s/file',
+             content_type='application/octet-stream'):
     """Sends the request line, headers and ``parts`` by hand (each a bytes
     or a pause in seconds), then closes; the answer if any."""
     sock = socket.create_connection(('127.0.0.1', server.port), timeout=30)
-    head = ('PUT /image/v2/images/%s/file HTTP/1.1\r\nHost: x\r\n'
-            'X-Auth-Token: %s\r\nContent-Type: application/octet-stream\r\n'
-            'Content-Length: %d\r\n\r\n' % (image_id, glance.token, length))
+    head = ('%s HTTP/1.1\r\nHost: x\r\nX-Auth-Token: %s\r\n'
+            'Content-Type: %s\r\nContent-Length: %d\r\n\r\n'
+            % (request % image_id, glance.token, content_type, length))
     try:
-        sock.sendall(head.encode())
-        for part in parts:
-            if isinstance(part, bytes):
-                sock.sendall(part)
-            else:
-                time.sleep(part)
-        sock.shutdown(socket.SHUT_WR)
+        try:
+            sock.sendall(head.encode())
+            for part in parts:
+                if isinstance(part, bytes):
+                    sock.sendall(part)
+                else:
+                    time.sleep(part)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass                # the server stopped reading: its answer?
         return sock.recv(65536).decode(errors='replace')
     except OSError:
         return ''
@@ -517,6 +540,16 @@ def test_the_idle_bound_is_upload_idle_timeout_not_the_socket_timeout(
         assert mine.show(image)['size'] == 2048
     finally:
         slow.stop()
+
+
+def test_a_slow_json_body_keeps_the_body_timeout(server, glance):
+    """[api] body_timeout (1 s here) still bounds the JSON bodies."""
+    body = b'{"name": "slow"}'
+    answer = _raw_put(server, glance, None, len(body), [body[:5], 2.5,
+                                                        body[5:]],
+                      request='POST /image/v2/images%.0s',
+                      content_type='application/json')
+    assert answer.startswith('HTTP/1.1 408'), answer
 
 
 def _rss():
