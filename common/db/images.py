@@ -156,10 +156,12 @@ def _filter_conditions(filters):
         conditions.append(I.c.size >= filters['size_min'])
     if filters.get('size_max') is not None:
         conditions.append(I.c.size <= filters['size_max'])
-    for key, value in (filters.get('properties') or {}).items():
-        conditions.append(I.c.properties[key].as_string() == value)
     return conditions
 
+
+# Tags and properties are JSON: matched by containment on PostgreSQL, by
+# json_each on SQLite (which decodes keys exactly, whatever they hold; a
+# JSON path would not).
 
 def _has_tag(conn, tag):
     if conn.dialect.name == 'postgresql':
@@ -167,6 +169,15 @@ def _has_tag(conn, tag):
     each = sa.func.json_each(I.c.tags).table_valued('value')
     return sa.exists(sa.select(sa.literal(1)).select_from(each).where(
         each.c.value == tag))
+
+
+def _has_property(conn, key, value):
+    if conn.dialect.name == 'postgresql':
+        return sa.cast(I.c.properties, postgresql.JSONB).contains(
+            {key: value})
+    each = sa.func.json_each(I.c.properties).table_valued('key', 'value')
+    return sa.exists(sa.select(sa.literal(1)).select_from(each).where(
+        each.c.key == key, each.c.value == value))
 
 
 def _list_visibility(ctx, visibility, member_status):
@@ -241,6 +252,8 @@ def list_images(statedb, ctx, *, filters=None, tags=(), visibility=None,
                                                      member_status))
         for tag in tags:
             query = query.where(_has_tag(conn, tag))
+        for key, value in (filters.get('properties') or {}).items():
+            query = query.where(_has_property(conn, key, value))
         if marker is not None:
             try:
                 last = _get(conn, ctx, marker)
