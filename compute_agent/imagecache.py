@@ -37,10 +37,11 @@ the fetch until the disk exists). Otherwise an image unused for
 ``[image] cache_max_age`` seconds is removed by :meth:`ImageCache.clean`,
 which the agent runs every ``cache_check_interval`` seconds.
 
-Errors: an image that does not exist (or is not visible), is not active,
-has an unsupported format, or whose data does not match its hash fails the
-task as the user's mistake (:class:`ImageUnusable`, fault code 400); an
-image service that cannot be reached, or a full disk, as the system's
+Errors: an image that does not exist, is not active, has an unsupported
+format or content, or whose data does not match its hash fails the task as
+the user's mistake (:class:`ImageUnusable`, fault code 400); an image
+service that cannot be reached or refuses the task's grant (the API
+checked the user may use the image), or a full disk, as the system's
 (:class:`~compute_agent.virt.driver.VirtError`, 500).
 """
 
@@ -274,10 +275,10 @@ class ImageCache:
             return client.show(image_id)
         except client_mod.ImageNotFound:
             raise ImageUnusable('image %s not found' % image_id) from None
-        except client_mod.ImageForbidden as err:
-            raise ImageUnusable('image %s cannot be read: %s'
-                                % (image_id, err)) from None
-        except client_mod.ImageServiceError as err:
+        except (client_mod.ImageForbidden,
+                client_mod.ImageServiceError) as err:
+            # A refused grant or credential is the system's trouble: the
+            # API checked that the user may use the image.
             raise VirtError('image %s: %s' % (image_id, err)) from None
 
     def _verified(self, image_id, meta, algo, digest):
@@ -298,7 +299,8 @@ class ImageCache:
         except OSError as err:
             raise VirtError('cannot read cached image %s: %s'
                             % (image_id, err)) from None
-        if actual != digest or size != meta.get('size', size):
+        if actual != digest or (meta.get('size') is not None
+                                and size != meta['size']):
             LOG.warning('Cached image %s is corrupt (its %s does not match '
                         'the image\'s): fetching it again', image_id, algo)
             self._remove(image_id)
@@ -368,10 +370,8 @@ class ImageCache:
                 chunks.close()
         except client_mod.ImageNotFound:
             raise ImageUnusable('image %s not found' % image_id) from None
-        except client_mod.ImageForbidden as err:
-            raise ImageUnusable('image %s cannot be read: %s'
-                                % (image_id, err)) from None
-        except client_mod.ImageServiceError as err:
+        except (client_mod.ImageForbidden,
+                client_mod.ImageServiceError) as err:
             raise VirtError('download of image %s failed: %s'
                             % (image_id, err)) from None
         return size, hasher.hexdigest()
