@@ -268,6 +268,7 @@ class ImageCache:
                 yield path
             finally:
                 _unlink(path)
+                _unlink(self._file(key, '.lock'))
 
     @staticmethod
     def _show(image_id, client):
@@ -430,6 +431,10 @@ class ImageCache:
             if self.clock() - last < self.max_age:
                 return False
             self._remove(image_id)
+            # A fetch that opened this lock file just now may then download
+            # alongside a later one: both write their own temporary file and
+            # rename, so the image stays whole; lock files do not pile up.
+            _unlink(self._file(image_id, '.lock'))
         return True
 
 

@@ -261,7 +261,7 @@ def test_eviction_never_removes_a_base_in_use(conf, glance, client):
     assert cache.clean() == []
     clock.now += 101
     assert cache.clean() == [disk]
-    assert cache.images() == []
+    assert cache.images() == [] and cached_files(cache) == []
 
 
 def test_max_age_zero_never_removes(conf, glance, client):
@@ -306,4 +306,4 @@ def test_a_snapshot_scratch_file_is_removed_after_use(conf):
     with cache.scratch_file('img-1') as path:
         ImageCache(conf)                      # a starting cache leaves it
         assert os.path.exists(path)
-    assert not os.path.exists(path)
+    assert cached_files(cache) == []
