@@ -307,3 +307,49 @@ def test_a_snapshot_scratch_file_is_removed_after_use(conf):
         ImageCache(conf)                      # a starting cache leaves it
         assert os.path.exists(path)
     assert cached_files(cache) == []
+
+
+def test_the_agent_runs_the_cache_pass_every_check_interval(conf):
+    """The reporter's periodic pass: at start, then every
+    [image] cache_check_interval (1 s here, its minimum)."""
+    conf.set_override('cache_check_interval', 1, group='image')
+    passes = threading.Semaphore(0)
+
+    class Cache:
+        def clean(self):
+            passes.release()
+
+        def used_bytes(self):
+            return 0
+
+    class Conductor:
+        def carries_power(self):
+            return True
+
+        def heartbeat(self, ctx, **kwargs):
+            return None
+
+    class Driver:
+        def get_capacity(self):
+            return virt.Capacity(vcpus=1, memory_mb=1, disk_gb=1)
+
+        def list_domains(self):
+            return []
+
+        def watch(self, callback):
+            pass
+
+    class Journal:
+        def lost(self):
+            return []
+
+    conf.set_override('heartbeat_interval', 600, group='compute')
+    reporter = reporter_mod.Reporter(
+        host='h1', driver=Driver(), conductor=Conductor(), conf=conf,
+        journal=Journal(), image_cache=Cache())
+    reporter.start()
+    try:
+        assert passes.acquire(timeout=10)       # at start
+        assert passes.acquire(timeout=10)       # and again
+    finally:
+        reporter.stop()
