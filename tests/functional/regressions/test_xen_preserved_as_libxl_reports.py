@@ -113,7 +113,8 @@ def test_stop_and_delete_of_a_preserved_domain(libxl, xen, operation):
 
 @pytest.mark.parametrize('operation', ['rebuild', 'resize', 'rescue',
                                        'snapshot'])
-def test_an_operation_leaves_a_preserved_domain_off(libxl, xen, operation):
+def test_an_operation_leaves_a_preserved_domain_off(libxl, xen, operation,
+                                                    tmp_path):
     """A guest that powered itself off stays off through an operation that
     keeps the power state, even before its state was reported (so the
     cleanup kept it): libxl's domain is active, but not running."""
@@ -121,7 +122,8 @@ def test_an_operation_leaves_a_preserved_domain_off(libxl, xen, operation):
     libxl.preserve(uuid, 'guest')
     kwargs = {'rebuild': {'image_ref': 'cirros'}, 'resize': {'flavor': TINY},
               'rescue': {'image_ref': 'rescue'},
-              'snapshot': {'image_name': 'snap-%s' % uuid}}[operation]
+              'snapshot': {'image_name': 'snap-%s' % uuid,
+                           'target': str(tmp_path / 'snap')}}[operation]
 
     getattr(xen, operation)(uuid, **kwargs)
     if operation == 'rescue':       # the rescue domain runs; then back off
