@@ -14,8 +14,9 @@
 # Needs (Debian packages): mtools, syslinux, syslinux-common, fdisk, and
 # qemu-utils for qcow2; tools/run-tests.sh installs them.
 #
-# Cache: the raw image is kept in ${TRISTATE_TEST_IMAGE_CACHE:-/var/cache/
-# tristate-test-image} under a key made of the package versions and of this
+# Cache: the raw image is kept in $TRISTATE_TEST_IMAGE_CACHE (by default
+# /var/cache/tristate-test-image as root, ~/.cache/tristate-test-image for
+# another user) under a key made of the package versions and of this
 # script's, the init's and the module list's contents; a later call with the
 # same key only copies (or converts) it. Older entries are removed.
 # Exit status: 0 built, 2 bad usage or missing tool, 3 apt cannot fetch the
@@ -25,6 +26,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$here/test-image
 cache=${TRISTATE_TEST_IMAGE_CACHE:-/var/cache/tristate-test-image}
+if [ -z "${TRISTATE_TEST_IMAGE_CACHE:-}" ] && [ "$(id -u)" -ne 0 ]; then
+    cache=${XDG_CACHE_HOME:-$HOME/.cache}/tristate-test-image
+fi
 mbr=/usr/lib/syslinux/mbr/mbr.bin
 part_start=2048                 # sectors: the partition starts at 1 MiB
 
