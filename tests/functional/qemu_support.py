@@ -4,7 +4,7 @@ directory QEMU can read, an image directory for the plane to build from,
 a tiny guest to boot (Debian's cloud kernel and a busybox initramfs,
 fetched with apt) whose ``/init`` each test writes for itself, the test
 image (a bootable disk, ``tools/build-test-image.sh``), and a guest's
-serial console read and typed on through libvirt.
+serial console, read and typed on through its pseudo-terminal.
 """
 
 import contextlib
@@ -114,7 +114,7 @@ def busybox_guest(directory, init, *, modules=()):
     return kernel, initrd
 
 
-def test_image(directory, fmt='raw'):
+def build_test_image(directory, fmt='raw'):
     """The test image (``tools/build-test-image.sh``) in ``fmt`` (raw or
     qcow2), written to ``directory``; its path. The script's cache
     (``TRISTATE_TEST_IMAGE_CACHE``, which tools/run-tests.sh sets) makes

@@ -40,7 +40,7 @@ def booted(uri, fmt):
     a fresh persistent domain; destroyed and undefined afterwards."""
     libvirt.registerErrorHandler(lambda *args: None, None)
     with qemu_support.qemu_dir() as directory:
-        disk = qemu_support.test_image(directory, fmt)
+        disk = qemu_support.build_test_image(directory, fmt)
         uuid = str(uuidlib.uuid4())
         conn = libvirt.open(uri)
         dom = console = None
@@ -80,6 +80,7 @@ def _wait_stopped(dom, console):
 def test_it_boots_and_powers_off_on_the_acpi_button(uri, fmt):
     with booted(uri, fmt) as (dom, console):
         console.wait_for('BOOT-OK', TIMEOUT)
+        assert 'cannot load module' not in console.text, console.text
         dom.shutdownFlags(libvirt.VIR_DOMAIN_SHUTDOWN_ACPI_POWER_BTN)
         # A guest with nothing listening to the button ignores it: the
         # domain stops only through the init's acpid (``/init poweroff``).
