@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(python3 python3-venv python3-dev gcc pkg-config libvirt-dev postgresql rabbitmq-server util-linux openssl
-          libvirt-daemon-system qemu-system-x86 qemu-utils haproxy)
+          libvirt-daemon-system qemu-system-x86 qemu-utils haproxy
+          mtools syslinux syslinux-common fdisk)   # the last four: tools/build-test-image.sh
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -35,6 +36,19 @@ services=$(tools/test-services.sh start "$work")   # fails the run if one fails
 eval "$services"
 export TRISTATE_TEST_PG_URL TRISTATE_TEST_RABBIT_URL TRISTATE_TEST_RABBIT_CTL
 export TRISTATE_TEST_LIBVIRT_URI=${TRISTATE_TEST_LIBVIRT_URI:-}
+
+# The test guest, built once (into its cache, kept between runs; apt fetches
+# its kernel) and handed to the tests as TRISTATE_TEST_IMAGE (qcow2). When apt
+# cannot fetch the packages (exit 3) the tests that boot it skip, saying why.
+export TRISTATE_TEST_IMAGE_CACHE=${TRISTATE_TEST_IMAGE_CACHE:-/var/cache/tristate-test-image}
+echo "== the test image (tools/build-test-image.sh)"
+image_status=0
+tools/build-test-image.sh "$work/test-image.qcow2" --format qcow2 >/dev/null || image_status=$?
+case $image_status in
+    0) export TRISTATE_TEST_IMAGE=$work/test-image.qcow2 ;;
+    3) echo "== no test image: apt cannot fetch its packages" ;;
+    *) exit "$image_status" ;;
+esac
 
 echo "== tox $*"
 "$venv/bin/tox" "$@"

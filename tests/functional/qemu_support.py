@@ -1,21 +1,29 @@
 """What the tests on a real hypervisor share: the libvirt URI they need
 (``TRISTATE_TEST_LIBVIRT_URI``, skipped with the reason without it), a
 directory QEMU can read, an image directory for the plane to build from,
-and a tiny guest to boot (Debian's cloud kernel and a busybox initramfs,
-fetched with apt) whose ``/init`` each test writes for itself.
+a tiny guest to boot (Debian's cloud kernel and a busybox initramfs,
+fetched with apt) whose ``/init`` each test writes for itself, the test
+image (a bootable disk, ``tools/build-test-image.sh``), and a guest's
+serial console, read and typed on through its pseudo-terminal.
 """
 
 import contextlib
 import glob
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import tempfile
+import time
+import tty
 
 import pytest
 
 URI_ENV = 'TRISTATE_TEST_LIBVIRT_URI'
+BUILD_TEST_IMAGE = os.path.join(os.path.dirname(__file__), '..', '..',
+                                'tools', 'build-test-image.sh')
+NO_PACKAGES = 3         # build-test-image.sh: apt cannot fetch them
 
 
 def uri_or_skip(why):
@@ -104,3 +112,72 @@ def busybox_guest(directory, init, *, modules=()):
     for path in (kernel, initrd):
         os.chmod(path, 0o644)
     return kernel, initrd
+
+
+def build_test_image(directory, fmt='raw'):
+    """The test image (``tools/build-test-image.sh``) in ``fmt`` (raw or
+    qcow2), written to ``directory``; its path. The script's cache
+    (``TRISTATE_TEST_IMAGE_CACHE``, which tools/run-tests.sh sets) makes
+    every call after the first a copy. Skips, with the reason, when apt
+    cannot fetch the packages; any other failure fails the test."""
+    path = os.path.join(directory, 'test-image.%s' % fmt)
+    done = subprocess.run([BUILD_TEST_IMAGE, path, '--format', fmt],
+                          capture_output=True, text=True, check=False)
+    if done.returncode == NO_PACKAGES:
+        pytest.skip('cannot build the test image: %s' % done.stderr.strip())
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+class SerialConsole:
+    """A running domain's serial console (its ``<serial type='pty'>``, as
+    Tristate's domain definitions have it), read and typed on through the
+    pseudo-terminal QEMU holds: the tests run as root on the libvirt host.
+    (libvirt's console stream would need an event loop thread.) ``text``
+    is everything read so far."""
+
+    POLL = 0.1
+
+    def __init__(self, dom):
+        found = re.search(r"<serial type='pty'>\s*<source path='([^']+)'",
+                          dom.XMLDesc())
+        assert found, 'the domain has no pty serial console'
+        self.fd = os.open(found.group(1),
+                          os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        tty.setraw(self.fd)     # bytes as the guest sent them, no echo
+        self.text = ''
+        self._ended = False
+
+    def poll(self):
+        """Read what has arrived (nothing once the guest's QEMU is gone)."""
+        while not self._ended:  # ends: the terminal holds a finite backlog
+            try:
+                data = os.read(self.fd, 4096)
+            except BlockingIOError:
+                return
+            except OSError:     # EIO: QEMU closed its side
+                self._ended = True
+                return
+            if not data:
+                self._ended = True
+                return
+            self.text += data.decode('utf-8', 'replace')
+
+    def wait_for(self, marker, timeout, *, count=1):
+        """Wait until ``marker`` has appeared ``count`` times in all the
+        output so far (at most ``timeout`` seconds); fails the test with
+        the output otherwise."""
+        deadline = time.monotonic() + timeout
+        while self.text.count(marker) < count:
+            assert time.monotonic() < deadline, (
+                'no %r (x%d) on the console within %.0f s; it shows:\n%s'
+                % (marker, count, timeout, self.text))
+            self.poll()
+            time.sleep(self.POLL)
+
+    def type_line(self, line):
+        """Type ``line`` and Enter (a carriage return, as a terminal)."""
+        os.write(self.fd, (line + '\r').encode())
+
+    def close(self):
+        os.close(self.fd)
