@@ -212,6 +212,30 @@ def test_version_discovery_lists_v2_as_current(side):
         assert hrefs == [side.root + 'v2/'], version
 
 
+def test_the_schemas_glanceclient_reads(side):
+    """glanceclient fetches these to build and check its requests."""
+    user = side.new_project()
+    resp = user.get('v2/schemas/image')
+    assert resp.status_code == 200
+    schema = resp.json()
+    assert schema['name'] == 'image'
+    assert set(schema['properties']) >= set(IMAGE_KEYS)
+    # User properties are allowed, as strings.
+    assert schema['additionalProperties'] == {'type': 'string'}
+    resp = user.get('v2/schemas/images')
+    assert resp.status_code == 200
+    assert resp.json()['name'] == 'images'
+    assert set(resp.json()['properties']) >= {'images', 'first', 'next',
+                                              'schema'}
+
+
+def test_a_request_without_credentials_is_401(side):
+    anonymous = side.as_()
+    assert anonymous.get('v2/images').status_code == 401
+    assert anonymous.request('POST', 'v2/images', json={
+        'name': 'x'}).status_code == 401
+
+
 def test_create_answers_a_queued_image_with_every_field(side):
     user = side.new_project()
     image = user.create(name='fresh', min_disk=2, min_ram=64, color='blue')
@@ -364,7 +388,9 @@ def test_pages_follow_the_next_link(side):
     user = side.new_project()
     made = [user.create(name='page-%d' % n)['id'] for n in range(5)]
     page = user.list(owner=user.project, limit=2)
+    assert set(page) == {'images', 'first', 'schema', 'next'}
     assert page['first'].startswith('/v2/images')
+    assert page['schema'] == '/v2/schemas/images'
     seen = []
     while True:
         seen.append([image['id'] for image in page['images']])
