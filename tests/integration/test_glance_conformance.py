@@ -32,7 +32,6 @@ Recorded from Glance 33.0.0 (glance_store 5.7.0) when this was written:
 """
 
 import hashlib
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -45,6 +44,10 @@ import openstack
 import pytest
 import requests
 
+from api import service as api_service
+from tests.functional import api_support
+from tests.functional.conftest import Planes
+from tests.functional.conftest import new_conf
 from tests.integration import glance_support
 
 PATCH_TYPE = 'application/openstack-images-v2.1-json-patch'
@@ -73,14 +76,6 @@ glance = glance_support.fixture(auth=glance_support.HEADERS)
 def tristate_root(tmp_path_factory):
     """Tristate's API (noauth) over a one-host plane on real HTTP; the URL
     of its image service's root (version discovery)."""
-    if importlib.util.find_spec('api.image') is None:
-        pytest.skip("Tristate's image API (api/image, issue 21) is not in "
-                    'this tree yet')
-    from api import service as api_service
-    from tests.functional import api_support
-    from tests.functional.conftest import Planes
-    from tests.functional.conftest import new_conf
-
     conf = new_conf(tmp_path_factory.mktemp('tristate-images'))
     planes = Planes(conf)
     plane = planes.start(hosts=1)
@@ -590,7 +585,13 @@ def test_other_projects_see_public_images_not_private_ones(side):
                                         owner=owner.project)
 
 
-def test_publicizing_needs_an_admin(side):
+def test_publicizing_needs_an_admin(side, request):
+    if side.name == 'tristate':
+        # Strict: once Tristate refuses it too, this marker must go.
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "Tristate's image API lets any member make an image public "
+            "(Glance's default policy publicize_image: admin only); "
+            'reported for issue 21')))
     user = side.new_project()
     resp = user.request('POST', 'v2/images', json={
         'name': 'x', 'disk_format': 'raw', 'container_format': 'bare',
