@@ -20,18 +20,11 @@ import threading
 import pytest
 import requests
 
+from common.images import client as glance_client
 from tests.integration import glance_support
 
 glance = glance_support.fixture()
 DATA_SIZE = 3 * 1024 * 1024 + 17      # several chunks, the last one short
-
-
-@pytest.fixture(scope='module')
-def client_module():
-    return pytest.importorskip(
-        'common.images.client',
-        reason="the agents' Glance client (common/images/client.py, issue "
-               '21) is not in this tree yet')
 
 
 @pytest.fixture(scope='module')
@@ -53,9 +46,9 @@ def image(glance):
     return record, data
 
 
-def test_an_agent_downloads_an_image_by_id(glance, image, client_module):
+def test_an_agent_downloads_an_image_by_id(glance, image):
     record, data = image
-    client = client_module.GlanceClient(glance.url, chunk_size=64 * 1024)
+    client = glance_client.GlanceClient(glance.url, chunk_size=64 * 1024)
     shown = client.show(record['id'])
     assert (shown['status'], shown['size'], shown['os_hash_algo']) == (
         'active', len(data), 'sha512')
@@ -72,18 +65,18 @@ def test_an_agent_downloads_an_image_by_id(glance, image, client_module):
     assert md5.hexdigest() == headers['Content-MD5'] == shown['checksum']
 
 
-def test_an_unknown_image_is_not_found(glance, client_module):
-    client = client_module.GlanceClient(glance.url)
-    with pytest.raises(client_module.ImageNotFound):
+def test_an_unknown_image_is_not_found(glance):
+    client = glance_client.GlanceClient(glance.url)
+    with pytest.raises(glance_client.ImageNotFound):
         client.show('00000000-0000-0000-0000-000000000000')
-    with pytest.raises(client_module.ImageNotFound):
+    with pytest.raises(glance_client.ImageNotFound):
         client.download('00000000-0000-0000-0000-000000000000')
 
 
-def test_an_agent_uploads_a_snapshot_streamed(glance, client_module):
+def test_an_agent_uploads_a_snapshot_streamed(glance):
     """The snapshot path: create a queued image, stream its data (chunked,
     no size given), and it is active with the hashes of what was sent."""
-    client = client_module.GlanceClient(glance.url, chunk_size=64 * 1024)
+    client = glance_client.GlanceClient(glance.url, chunk_size=64 * 1024)
     data = os.urandom(DATA_SIZE)
     created = client.create(name='agent-snapshot', disk_format='raw',
                             container_format='bare',
@@ -97,12 +90,11 @@ def test_an_agent_uploads_a_snapshot_streamed(glance, client_module):
     assert [image['id'] for image in client.list(name='agent-snapshot')] == [
         created['id']]
     client.delete(created['id'])
-    with pytest.raises(client_module.ImageNotFound):
+    with pytest.raises(glance_client.ImageNotFound):
         client.show(created['id'])
 
 
-def test_the_image_cache_fills_from_glance(glance, image, client_module,
-                                          tmp_path):
+def test_the_image_cache_fills_from_glance(glance, image, tmp_path):
     """compute_agent.imagecache against a real Glance: concurrent fetches
     of one image give one file, with the image's bytes."""
     imagecache = pytest.importorskip(
@@ -113,7 +105,7 @@ def test_the_image_cache_fills_from_glance(glance, image, client_module,
     record, data = image
     conf = new_conf(tmp_path)
     cache = imagecache.ImageCache(conf)
-    client = client_module.GlanceClient(glance.url)
+    client = glance_client.GlanceClient(glance.url)
     results = []
     fetchers = [threading.Thread(target=lambda: results.append(
         cache.fetch(record['id'], client))) for _ in range(3)]
