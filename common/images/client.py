@@ -127,7 +127,9 @@ class GlanceClient:
         return '/'.join((self.base_url, 'v2', *parts))
 
     def _request(self, method, url, *, what, image=None, headers=None,
-                 **kwargs):
+                 transfer=False, **kwargs):
+        """``transfer``: the body or the answer is image data (never
+        logged by keystoneauth)."""
         headers = dict(headers or {})
         if self.grant:
             headers[GRANT_HEADER] = self.grant
@@ -136,7 +138,7 @@ class GlanceClient:
             if self.session is not None:
                 response = self.session.request(
                     url, method, headers=headers, raise_exc=False,
-                    log=not kwargs.get('stream'), **kwargs)
+                    log=not transfer, **kwargs)
             else:
                 response = self._http.request(method, url, headers=headers,
                                               **kwargs)
@@ -181,7 +183,8 @@ class GlanceClient:
         breaks; closing it early closes the connection."""
         what = 'GET image %s data' % image_id
         response = self._request('GET', self._url('images', image_id, 'file'),
-                                 what=what, image=image_id, stream=True)
+                                 what=what, image=image_id, stream=True,
+                                 transfer=True)
         if response.status_code == 204:
             response.close()
             raise ImageServiceError(status=204, what=what,
@@ -207,7 +210,7 @@ class GlanceClient:
         headers = {'Content-Type': 'application/octet-stream'}
         self._request('PUT', self._url('images', image_id, 'file'),
                       what='PUT image %s data' % image_id, image=image_id,
-                      headers=headers, data=data).close()
+                      headers=headers, data=data, transfer=True).close()
 
     def create(self, **fields):
         """Create a (queued) image record; its record."""

@@ -141,3 +141,22 @@ def test_keystone_session_only_with_auth_type(tmp_path):
     session = client_mod.session_from_conf(conf)
     assert session.verify is False
     assert session.auth.auth_url == 'http://keystone.example/v3'
+
+
+def test_through_a_keystoneauth_session_the_token_is_sent(glance):
+    from keystoneauth1 import session as ks_session
+    from keystoneauth1 import token_endpoint
+    image_id = glance.add(b'x' * 200000)
+    glance.token = 'secret'
+    session = ks_session.Session(auth=token_endpoint.Token(glance.url,
+                                                          'secret'))
+    client = GlanceClient(glance.url, session=session)
+    assert client.show(image_id)['id'] == image_id
+    chunks, _headers = client.download(image_id)
+    assert b''.join(chunks) == b'x' * 200000
+    with pytest.raises(client_mod.ImageNotFound):
+        client.show('missing')
+    wrong = GlanceClient(glance.url, session=ks_session.Session(
+        auth=token_endpoint.Token(glance.url, 'wrong')))
+    with pytest.raises(client_mod.ImageForbidden, match='401'):
+        wrong.show(image_id)

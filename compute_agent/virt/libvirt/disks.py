@@ -216,9 +216,7 @@ class LocalImages:
         if not os.path.isfile(path):
             raise VirtError('image %r not found: no file %s'
                             % (image_ref, path))
-        fmt = image_format(path)
-        size = os.path.getsize(path)
+        info = imagecache.check_content(path, image_format(path))
         yield imagecache.CachedImage(
-            image_id=image_ref, path=path, disk_format=fmt, size=size,
-            virtual_size=(imagecache.qcow2_virtual_size(path)
-                          if fmt == 'qcow2' else size))
+            image_id=image_ref, path=path, disk_format=info.disk_format,
+            size=info.size, virtual_size=info.virtual_size)
