@@ -30,6 +30,7 @@ module (:func:`fixture`), and the tests of a module keep apart by project
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -194,7 +195,7 @@ class Glance:
                 [os.path.join(self.venv, 'bin', 'gunicorn'),
                  '--bind', 'fd://%d' % listener.fileno(),
                  '--workers', '1', '--threads', '4', '--timeout', '120',
-                 'glance.wsgi.api:application'],
+                 '--access-logfile', '-', 'glance.wsgi.api:application'],
                 env=env, pass_fds=(listener.fileno(),),
                 start_new_session=True)
         self._wait_ready(began, timeout)
@@ -231,6 +232,29 @@ class Glance:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+    def requests_seen(self, method, path, *, settle=0.5, timeout=10):
+        """How many ``method path`` requests gunicorn's access log shows
+        (``path`` without its query). Gunicorn writes the line after the
+        answer is sent, so the count is read until it has not moved for
+        ``settle`` seconds."""
+        line = re.compile(r'"%s %s(\?\S*)? HTTP/' % (re.escape(method),
+                                                     re.escape(path)))
+
+        def count():
+            with open(self.log, errors='replace') as log:
+                return sum(1 for text in log if line.search(text))
+
+        deadline = time.monotonic() + timeout
+        seen, since = count(), time.monotonic()
+        while True:
+            time.sleep(POLL)
+            now = count()
+            if now != seen:
+                seen, since = now, time.monotonic()
+            elif (time.monotonic() - since >= settle
+                  or time.monotonic() > deadline):
+                return seen
 
     def log_tail(self, lines=40):
         with contextlib.suppress(OSError), open(self.log, errors='replace') \

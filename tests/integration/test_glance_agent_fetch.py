@@ -21,6 +21,8 @@ import pytest
 import requests
 
 from common.images import client as glance_client
+from compute_agent import imagecache
+from tests.functional.conftest import new_conf
 from tests.integration import glance_support
 
 glance = glance_support.fixture()
@@ -96,13 +98,10 @@ def test_an_agent_uploads_a_snapshot_streamed(glance):
 
 def test_the_image_cache_fills_from_glance(glance, image, tmp_path):
     """compute_agent.imagecache against a real Glance: concurrent fetches
-    of one image give one file, with the image's bytes."""
-    imagecache = pytest.importorskip(
-        'compute_agent.imagecache',
-        reason="the agents' image cache (compute_agent/imagecache.py, issue "
-               '21) is not in this tree yet')
-    from tests.functional.conftest import new_conf
+    of one image download it once, into one file with the image's bytes."""
     record, data = image
+    file_path = '/v2/images/%s/file' % record['id']
+    downloads = glance.requests_seen('GET', file_path)
     conf = new_conf(tmp_path)
     cache = imagecache.ImageCache(conf)
     client = glance_client.GlanceClient(glance.url)
@@ -120,3 +119,4 @@ def test_the_image_cache_fills_from_glance(glance, image, tmp_path):
     with open(cached.path, 'rb') as cached_file:
         assert hashlib.sha512(cached_file.read()).hexdigest() == (
             record['os_hash_value'])
+    assert glance.requests_seen('GET', file_path) == downloads + 1
