@@ -10,18 +10,28 @@ roles, who may not make public images), its ``file``
 store in a temporary directory (:mod:`glance_support`). The image is put
 there as an operator would, with plain Glance v2 calls, not through the
 client under test.
+
+The agent's tasks are run as its manager runs them (``tasks.HANDLERS``
+with the manager's task view), over a driver that builds from image files
+as libvirt's does, with ``params['image']`` as the conductor passes it for
+an existing Glance: its URL, no grant.
 """
 
 import hashlib
 import io
 import os
 import threading
+import types
+import uuid as uuidlib
 
 import pytest
 import requests
 
 from common.images import client as glance_client
 from compute_agent import imagecache
+from compute_agent import manager as agent_manager
+from compute_agent import tasks
+from compute_agent.virt.driver import VirtError
 from tests.functional.conftest import new_conf
 from tests.integration import glance_support
 
@@ -120,3 +130,84 @@ def test_the_image_cache_fills_from_glance(glance, image, tmp_path):
         assert hashlib.sha512(cached_file.read()).hexdigest() == (
             record['os_hash_value'])
     assert glance.requests_seen('GET', file_path) == downloads + 1
+
+
+# --- the agent's own tasks -------------------------------------------------
+
+class FileDriver:
+    """A driver that builds disks from image files, as libvirt's does: it
+    keeps what the agent hands it, and writes ``disk`` as a snapshot."""
+
+    needs_image_files = True
+
+    def __init__(self, disk=b''):
+        self.disk = disk
+        self.spawned = {}
+
+    def spawn(self, uuid, *, name, flavor, image_ref, image=None):
+        with open(image.path, 'rb') as base:
+            self.spawned[uuid] = (image, hashlib.sha512(
+                base.read()).hexdigest())
+
+    def snapshot(self, uuid, *, image_name, image_id=None, target=None):
+        with open(target, 'wb') as out:
+            out.write(self.disk)
+
+
+def _task_view(conf, driver):
+    """What the agent's manager gives a task handler, over ``driver``."""
+    agent = types.SimpleNamespace(
+        driver=driver, host='h1', conf=conf,
+        image_cache=imagecache.ImageCache(conf),
+        image_session=lambda: None,
+        conductor=types.SimpleNamespace(task_progress=lambda *a, **k: None))
+    return agent_manager._TaskView(agent, None)
+
+
+def _inst(image_ref):
+    return {'uuid': str(uuidlib.uuid4()), 'name': 'vm', 'image_ref': image_ref,
+            'flavor_name': 'tiny', 'vcpus': 1, 'memory_mb': 512,
+            'disk_gb': 1}
+
+
+def test_a_build_task_spawns_on_the_image_fetched_from_glance(
+        glance, image, tmp_path):
+    record, _data = image
+    driver = FileDriver()
+    view = _task_view(new_conf(tmp_path), driver)
+    inst = _inst(record['id'])
+    tasks.HANDLERS['build'](view, inst, {'image': {'url': glance.url,
+                                                   'grant': None}})
+    cached, sha512 = driver.spawned[inst['uuid']]
+    assert sha512 == record['os_hash_value']
+    assert os.path.dirname(cached.path) == str(tmp_path / 'image-cache')
+
+
+def test_a_build_of_an_image_glance_lacks_is_the_users_mistake(glance,
+                                                                tmp_path):
+    view = _task_view(new_conf(tmp_path), FileDriver())
+    with pytest.raises(imagecache.ImageUnusable) as caught:
+        tasks.HANDLERS['build'](view, _inst(str(uuidlib.uuid4())), {
+            'image': {'url': glance.url, 'grant': None}})
+    assert caught.value.fault_code == 400
+
+
+def test_a_snapshot_task_uploads_to_glance(glance, tmp_path):
+    disk = os.urandom(DATA_SIZE)
+    view = _task_view(new_conf(tmp_path), FileDriver(disk))
+    client = glance_client.GlanceClient(glance.url)
+    snapshot = client.create(name='snap', disk_format='raw',
+                             container_format='bare', image_type='snapshot')
+    params = {'image': {'url': glance.url, 'grant': None},
+              'image_id': snapshot['id'], 'image_name': 'snap'}
+    tasks.HANDLERS['snapshot'](view, _inst(None), params)
+    shown = client.show(snapshot['id'])
+    assert (shown['status'], shown['size'], shown['os_hash_value']) == (
+        'active', len(disk), hashlib.sha512(disk).hexdigest())
+    assert client.download(snapshot['id'])[1]['Content-MD5'] == (
+        hashlib.md5(disk).hexdigest())
+    # Its scratch copy is gone; a second upload Glance refuses (409)
+    # fails the task with the reason.
+    assert os.listdir(tmp_path / 'image-cache') == []
+    with pytest.raises(VirtError, match=r'upload of snapshot image .*409'):
+        tasks.HANDLERS['snapshot'](view, _inst(None), params)
