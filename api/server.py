@@ -215,14 +215,18 @@ class _Connection(cheroot_server.HTTPConnection):
         super().close()
 
 
-def _deadline(watchdog, conn, seconds):
+def _deadline(server, conn, seconds):
     """Arm (``seconds``) or end (None) the deadline of the next read of
     ``conn``: a streamed body (an image upload) reads under it chunk by
-    chunk instead of under ``body_timeout`` as a whole."""
+    chunk instead of under ``body_timeout`` as a whole. The socket's own
+    timeout (cheroot's, 10 s) is lengthened meanwhile, so that the deadline
+    is the bound, whichever is longer."""
     if seconds is None:
-        watchdog.disarm(conn)
+        server.watchdog.disarm(conn)
+        conn.socket.settimeout(server.timeout)
     else:
-        watchdog.arm(conn, seconds)
+        server.watchdog.arm(conn, seconds)
+        conn.socket.settimeout(max(server.timeout, seconds + 1))
 
 
 class _Gateway(cheroot_wsgi.Gateway_10):
@@ -234,7 +238,7 @@ class _Gateway(cheroot_wsgi.Gateway_10):
         server.watchdog.arm(conn, server.limits.body_timeout)
         environ[middleware.BODY_READ] = lambda: server.watchdog.disarm(conn)
         environ[middleware.BODY_DEADLINE] = functools.partial(
-            _deadline, server.watchdog, conn)
+            _deadline, server, conn)
         return environ
 
     def respond(self):

@@ -20,6 +20,7 @@ import flask
 import webob.exc
 
 from api import auth
+from api import jsonbody
 from common import exception
 from common.db import images as images_db
 from common.images import grants
@@ -36,6 +37,15 @@ class Services:
     store_factory: object
     _store: object = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+
+    _grant_key: bytes = None
+
+    @property
+    def grant_key(self):
+        """The HMAC key of grants (read once: it never changes)."""
+        if self._grant_key is None:
+            self._grant_key = images_db.service_key(self.statedb, GRANT_KEY)
+        return self._grant_key
 
     @property
     def store(self):
@@ -76,8 +86,8 @@ def user():
 
 
 def _check_grant(image_id, op):
-    key = images_db.service_key(statedb(), GRANT_KEY)
-    grants.verify(key, grant_token(), image_id=image_id, op=op)
+    grants.verify(services().grant_key, grant_token(), image_id=image_id,
+                  op=op)
 
 
 def image(image_id, op='read'):
@@ -95,6 +105,20 @@ def base_url():
     if prefix:
         return prefix.rstrip('/') + flask.request.script_root + '/'
     return flask.request.url_root
+
+
+def check_request():
+    """Path parameters and query parameters (names and values) must be
+    printable text: no id, name or filter holds a control character, and
+    PostgreSQL refuses a query with a NUL in it (400 naming the parameter)."""
+    jsonbody.check_path(flask.request.view_args)
+    check_query(flask.request.args)
+
+
+def check_query(args):
+    for name, value in args.items(multi=True):
+        jsonbody.check_path({'query parameter %s' % jsonbody.short(name):
+                             name, 'query parameter %s' % name: value})
 
 
 # --- errors -----------------------------------------------------------------

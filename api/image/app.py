@@ -41,6 +41,7 @@ def create_app(conf, statedb, *, store_factory=store_mod.ImageStore):
         conf=conf, statedb=statedb, store_factory=store_factory)
     for blueprint in (images.bp, data.bp, members.bp):
         app.register_blueprint(blueprint)
+    app.before_request(access.check_request)
     app.register_error_handler(http_exceptions.HTTPException, _http_error)
     app.register_error_handler(Exception, _error)
     app.after_request(_log_request)

@@ -178,7 +178,8 @@ def download(image_id):
                                      'deactivated. Image data download is '
                                      'forbidden.')
     location = images_db.stored_location(image)
-    if image['status'] != images_db.ACTIVE or location is None:
+    if image['status'] not in (images_db.ACTIVE, images_db.DEACTIVATED) or (
+            location is None):
         return flask.Response(status=204)
     try:
         chunks, size = access.services().store.get(location)

@@ -12,8 +12,10 @@ import logging
 import urllib.parse
 
 import flask
+from werkzeug import exceptions as http_exceptions
 
 from api import jsonbody
+from api import middleware
 from api.image import access
 from api.image import schemas
 from api.image import views
@@ -38,13 +40,55 @@ PATCH_TYPES = ('application/openstack-images-v2.0-json-patch',
 # Attributes that only a queued image may change (Glance's rule).
 QUEUED_ONLY = ('disk_format', 'container_format')
 MAX_TAGS = 128
+MAX_INT = 2 ** 31 - 1           # min_disk, min_ram (the columns' range)
+MAX_BIGINT = 2 ** 63 - 1        # sizes
 
 
 def _body():
-    data = flask.request.get_data(cache=True)
+    """The JSON body, read within ``[api] max_request_body_size`` (413)
+    and ``body_timeout``: the mount sends image requests past the compute
+    API's limits, which only the data routes may skip."""
+    data = _read_limited(access.services().conf.api)
     if not data.strip():
         raise exception.Invalid('Body expected in request.')
     return jsonbody.loads(data)
+
+
+def _too_large(limit):
+    return access.http_error(413, 'Request body too large: at most %d bytes '
+                                  '([api] max_request_body_size)' % limit)
+
+
+def _read_limited(api_conf):
+    limit = api_conf.max_request_body_size
+    if (flask.request.content_length or 0) > limit:
+        raise _too_large(limit)
+    deadline = flask.request.environ.get(middleware.BODY_DEADLINE)
+    if deadline is not None:
+        deadline(api_conf.body_timeout)
+    parts, size = [], 0
+    try:
+        while size <= limit:
+            part = flask.request.stream.read(limit + 1 - size)
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+    except (OSError, ValueError, http_exceptions.ClientDisconnected):
+        raise _too_slow() from None
+    finally:
+        if deadline is not None:
+            deadline(None)
+    if size > limit:
+        raise _too_large(limit)
+    if size < (flask.request.content_length or 0):
+        raise _too_slow()       # cut short: the deadline ended the read
+    return b''.join(parts)
+
+
+def _too_slow():
+    return access.http_error(408, 'The request body did not arrive in time '
+                                  '([api] body_timeout)')
 
 
 def _check_key(key):
@@ -57,11 +101,23 @@ def _check_key(key):
                                 '255 characters: %s...' % key[:32])
 
 
+def _check_publicize(ctx, values):
+    """Only admins make an image public (Glance's default
+    ``publicize_image`` rule): a project cannot put an image in every
+    other project's list."""
+    if values.get('visibility') == 'public' and not ctx.is_admin:
+        raise access.http_error(403, 'You are not authorized to complete '
+                                     'publicize_image action: only admins '
+                                     'make images public (community is for '
+                                     'everyone)')
+
+
 def _check_numbers(values):
     for key in ('min_disk', 'min_ram'):
-        if values.get(key) is not None and values[key] < 0:
-            raise exception.Invalid('%s must be 0 or more, not %d'
-                                    % (key, values[key]))
+        value = values.get(key)
+        if value is not None and not 0 <= value <= MAX_INT:
+            raise exception.Invalid('%s must be a whole number from 0 to %d, '
+                                    'not %d' % (key, MAX_INT, value))
 
 
 # --- versions and schemas -----------------------------------------------------
@@ -112,6 +168,7 @@ def create():
         _check_key(key)
         values['properties'][key] = value
     _check_numbers(values)
+    _check_publicize(ctx, values)
     if len(values.get('tags') or ()) > MAX_TAGS:
         raise exception.Invalid('At most %d tags per image' % MAX_TAGS)
     image = images_db.create(access.statedb(), ctx, values)
@@ -144,8 +201,9 @@ def _whole(params, key, default=None):
     except ValueError:
         raise exception.Invalid('%s param must be an integer, not %r'
                                 % (key, value)) from None
-    if number < 0:
-        raise exception.Invalid('%s param must be positive' % key)
+    if not 0 <= number <= MAX_BIGINT:
+        raise exception.Invalid('%s param must be from 0 to %d, not %d'
+                                % (key, MAX_BIGINT, number))
     return number
 
 
@@ -301,6 +359,7 @@ class _Changes:
             self.tags = value
         elif key in BASE:
             self.values[key] = value
+            _check_publicize(self.ctx, self.values)
         else:
             self.properties[key] = (op, value)
 
@@ -371,4 +430,20 @@ def add_tag(image_id, tag):
 def delete_tag(image_id, tag):
     images_db.update(access.statedb(), access.user(), image_id,
                      remove_tags=[tag])
+    return flask.Response(status=204)
+
+
+# --- actions -----------------------------------------------------------------------
+
+@bp.post('/v2/images/<image_id>/actions/deactivate')
+def deactivate(image_id):
+    images_db.set_active(access.statedb(), access.user(), image_id,
+                         active=False)
+    return flask.Response(status=204)
+
+
+@bp.post('/v2/images/<image_id>/actions/reactivate')
+def reactivate(image_id):
+    images_db.set_active(access.statedb(), access.user(), image_id,
+                         active=True)
     return flask.Response(status=204)

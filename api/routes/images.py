@@ -15,6 +15,7 @@ import flask
 from api import microversion
 from api import request
 from api import views
+from api.image import access as image_access
 from common import exception
 from common.db import images as images_db
 from common.images import store as store_mod
@@ -93,6 +94,7 @@ def _limit(args):
 def _index(detail):
     statedb = _catalogue()
     args = flask.request.args
+    image_access.check_query(args)
     filters = {'properties': {}}
     if args.get('name'):
         filters['name'] = args['name']

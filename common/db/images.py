@@ -156,10 +156,12 @@ def _filter_conditions(filters):
         conditions.append(I.c.size >= filters['size_min'])
     if filters.get('size_max') is not None:
         conditions.append(I.c.size <= filters['size_max'])
-    for key, value in (filters.get('properties') or {}).items():
-        conditions.append(I.c.properties[key].as_string() == value)
     return conditions
 
+
+# Tags and properties are JSON: matched by containment on PostgreSQL, by
+# json_each on SQLite (which decodes keys exactly, whatever they hold; a
+# JSON path would not).
 
 def _has_tag(conn, tag):
     if conn.dialect.name == 'postgresql':
@@ -167,6 +169,15 @@ def _has_tag(conn, tag):
     each = sa.func.json_each(I.c.tags).table_valued('value')
     return sa.exists(sa.select(sa.literal(1)).select_from(each).where(
         each.c.value == tag))
+
+
+def _has_property(conn, key, value):
+    if conn.dialect.name == 'postgresql':
+        return sa.cast(I.c.properties, postgresql.JSONB).contains(
+            {key: value})
+    each = sa.func.json_each(I.c.properties).table_valued('key', 'value')
+    return sa.exists(sa.select(sa.literal(1)).select_from(each).where(
+        each.c.key == key, each.c.value == value))
 
 
 def _list_visibility(ctx, visibility, member_status):
@@ -241,6 +252,8 @@ def list_images(statedb, ctx, *, filters=None, tags=(), visibility=None,
                                                      member_status))
         for tag in tags:
             query = query.where(_has_tag(conn, tag))
+        for key, value in (filters.get('properties') or {}).items():
+            query = query.where(_has_property(conn, key, value))
         if marker is not None:
             try:
                 last = _get(conn, ctx, marker)
@@ -354,6 +367,26 @@ def stored_location(image):
     if not location or location.startswith(UPLOAD_TOKEN_PREFIX):
         return None
     return location
+
+
+def set_active(statedb, ctx, image_id, *, active):
+    """Glance's deactivate (active → deactivated: its data can no longer be
+    downloaded, except by admins) and reactivate (back to active), by the
+    owner or an admin; any other status is
+    :class:`~common.exception.Forbidden`."""
+    source, target = ((DEACTIVATED, ACTIVE) if active
+                      else (ACTIVE, DEACTIVATED))
+
+    def txn(conn):
+        image = _get(conn, ctx, image_id, lock=True)
+        _check_owner(ctx, image, 'reactivate' if active else 'deactivate')
+        if image['status'] not in (source, target):
+            raise exception.Forbidden(
+                "Not allowed to %s image in status '%s'"
+                % ('reactivate' if active else 'deactivate', image['status']))
+        conn.execute(sa.update(I).where(I.c.id == image_id).values(
+            status=target, updated_at=_now(statedb)))
+    statedb.db.transaction(txn)
 
 
 # --- uploads ---------------------------------------------------------------
@@ -573,4 +606,7 @@ def service_key(statedb, name):
                               created_at=_now(statedb))
             secret = read(conn)
         return secret
-    return bytes.fromhex(statedb.db.transaction(txn))
+    secret = statedb.db.transaction(read, readonly=True)
+    if secret is None:
+        secret = statedb.db.transaction(txn)
+    return bytes.fromhex(secret)

@@ -20,6 +20,7 @@ import uuid as uuidlib
 import pytest
 import requests
 
+from api import server as server_mod
 from api import service as api_service
 from common.db import images as images_db
 from common.images import grants
@@ -152,6 +153,7 @@ def test_create_show_has_glance_view(glance):
     ({'visibility': 'everyone'}, 400, 'visibility'),
     ({'min_disk': 'big'}, 400, 'min_disk'),
     ({'min_ram': -1}, 400, 'min_ram'),
+    ({'min_disk': 2 ** 31}, 400, 'min_disk'),
     ({'extra': 5}, 400, 'extra'),
     ({'id': 'not-a-uuid'}, 400, 'id'),
 ])
@@ -160,6 +162,37 @@ def test_bad_creates_are_refused_naming_the_field(glance, body, code, word):
         {'disk_format': 'raw', 'container_format': 'bare'}, **body))
     assert resp.status_code == code, resp.text
     assert word in _message(resp)
+
+
+@pytest.mark.parametrize('path, params', [
+    ('/v2/images', {'name': 'a\x00b'}),
+    ('/v2/images', {'tag': '\x1b'}),
+    ('/v2/images', {'os_distro\x00': 'x'}),
+    ('/v2/images', {'marker': '\x00'}),
+    ('/v2/images/a%00b', {}),
+    ('/v2/images/%s/members/a%%00b' % uuidlib.uuid4(), {}),
+])
+def test_control_characters_in_paths_and_queries_are_400(glance, path,
+                                                        params):
+    resp = glance.call('GET', path, params=params,
+                       headers={'Accept': 'application/json'})
+    assert resp.status_code == 400, resp.text
+    assert 'printable text' in resp.json()['message']
+
+
+def test_json_bodies_keep_the_compute_apis_size_limit(glance):
+    """Only image data passes [api] max_request_body_size (4 KiB here)."""
+    big = {'name': 'big', 'note': 'n' * 5000}
+    assert glance.call('POST', '/v2/images', json=big).status_code == 413
+    chunked = glance.call('POST', '/v2/images', data=iter(
+        [b'{"name": "', b'n' * 5000, b'"}']),
+        headers={'Content-Type': 'application/json'})
+    assert chunked.status_code == 413
+    image = glance.create()['id']
+    resp = glance.call('PATCH', '/v2/images/%s' % image, json=[
+        {'op': 'add', 'path': '/note', 'value': 'n' * 5000}],
+        headers={'Content-Type': PATCH_TYPE})
+    assert resp.status_code == 413
 
 
 def test_errors_have_glances_shape(glance):
@@ -175,9 +208,29 @@ def test_errors_have_glances_shape(glance):
     assert missing in html.text
 
 
-def test_private_is_invisible_to_others_public_is_seen(glance, other):
+def _admin_of(server, glance):
+    """The same project, as an admin (noauth: the user named admin)."""
+    return Glance(server, token='admin:%s' % glance.project)
+
+
+def test_only_admins_make_images_public(server, glance):
+    resp = glance.call('POST', '/v2/images', json={'visibility': 'public'})
+    assert resp.status_code == 403
+    assert 'publicize_image' in _message(resp)
+    image = glance.create()['id']
+    glance.patch(image, [{'op': 'replace', 'path': '/visibility',
+                          'value': 'public'}], expect=403)
+    assert glance.create(visibility='community')['visibility'] == 'community'
+    admin = _admin_of(server, glance)
+    admin.patch(image, [{'op': 'replace', 'path': '/visibility',
+                         'value': 'public'}])
+    assert glance.show(image)['visibility'] == 'public'
+
+
+def test_private_is_invisible_to_others_public_is_seen(server, glance,
+                                                      other):
     private = glance.create(visibility='private')['id']
-    public = glance.create(visibility='public')['id']
+    public = _admin_of(server, glance).create(visibility='public')['id']
     assert other.call('GET', '/v2/images/%s' % private).status_code == 404
     assert other.call('GET', '/v2/images/%s/file' % private).status_code \
         == 404
@@ -243,6 +296,8 @@ def test_pagination_follows_next(glance):
         'limit': 'x'}).status_code == 400
     assert glance.call('GET', '/v2/images', params={
         'sort_key': 'owner'}).status_code == 400
+    assert glance.call('GET', '/v2/images', params={
+        'size_min': 2 ** 64}).status_code == 400
 
 
 def test_patch(glance):
@@ -321,6 +376,24 @@ def test_upload_and_download(glance):
         == 204
 
 
+def test_deactivate_and_reactivate(server, glance, other):
+    image = _admin_of(server, glance).create(visibility='public')['id']
+    assert glance.call('POST', '/v2/images/%s/actions/deactivate'
+                       % image).status_code == 403     # queued
+    glance.upload(image, b'd' * 10)
+    assert other.call('POST', '/v2/images/%s/actions/deactivate'
+                      % image).status_code == 403      # not the owner's
+    assert glance.call('POST', '/v2/images/%s/actions/deactivate'
+                       % image).status_code == 204
+    assert glance.show(image)['status'] == 'deactivated'
+    assert other.call('GET', '/v2/images/%s/file' % image).status_code \
+        == 403
+    assert glance.call('POST', '/v2/images/%s/actions/reactivate'
+                       % image).status_code == 204
+    assert other.call('GET', '/v2/images/%s/file' % image).content \
+        == b'd' * 10
+
+
 def test_upload_refusals_leave_the_image_queued(glance):
     image = glance.create()['id']
     resp = glance.call('PUT', '/v2/images/%s/file' % image, data=b'x',
@@ -329,6 +402,19 @@ def test_upload_refusals_leave_the_image_queued(glance):
     no_format = glance.create(disk_format=None)['id']
     glance.upload(no_format, b'data', expect=400)
     assert glance.show(no_format)['status'] == 'queued'
+
+
+def test_max_image_size(shared_plane, glance):
+    set_opts(shared_plane.conf, 'image', max_image_size=1000)
+    try:
+        image = glance.create()['id']
+        resp = glance.upload(image, b'z' * 1001, expect=413)
+        assert 'max_image_size' in _message(resp)
+        glance.upload(image, iter([b'z' * 600, b'z' * 600]), expect=413)
+        assert glance.show(image)['status'] == 'queued'
+        glance.upload(image, b'z' * 1000)
+    finally:
+        shared_plane.conf.clear_override('max_image_size', group='image')
 
 
 def _qcow2(tmp_path, backing=False):
@@ -358,21 +444,26 @@ def test_qcow2_with_a_backing_file_is_refused(glance, tmp_path):
     assert glance.show(raw)['status'] == 'queued'
 
 
-def _raw_put(server, glance, image_id, length, parts):
+def _raw_put(server, glance, image_id, length, parts, *,
+             request='PUT /image/v2/images/%s/file',
+             content_type='application/octet-stream'):
     """Sends the request line, headers and ``parts`` by hand (each a bytes
     or a pause in seconds), then closes; the answer if any."""
     sock = socket.create_connection(('127.0.0.1', server.port), timeout=30)
-    head = ('PUT /image/v2/images/%s/file HTTP/1.1\r\nHost: x\r\n'
-            'X-Auth-Token: %s\r\nContent-Type: application/octet-stream\r\n'
-            'Content-Length: %d\r\n\r\n' % (image_id, glance.token, length))
+    head = ('%s HTTP/1.1\r\nHost: x\r\nX-Auth-Token: %s\r\n'
+            'Content-Type: %s\r\nContent-Length: %d\r\n\r\n'
+            % (request % image_id, glance.token, content_type, length))
     try:
-        sock.sendall(head.encode())
-        for part in parts:
-            if isinstance(part, bytes):
-                sock.sendall(part)
-            else:
-                time.sleep(part)
-        sock.shutdown(socket.SHUT_WR)
+        try:
+            sock.sendall(head.encode())
+            for part in parts:
+                if isinstance(part, bytes):
+                    sock.sendall(part)
+                else:
+                    time.sleep(part)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass                # the server stopped reading: its answer?
         return sock.recv(65536).decode(errors='replace')
     except OSError:
         return ''
@@ -429,6 +520,36 @@ def test_a_slow_upload_that_keeps_moving_passes(server, glance):
                       [chunk, 0.5, chunk, 0.5, chunk, 0.5, chunk])
     assert ' 204 ' in answer.splitlines()[0], answer
     assert glance.show(image)['size'] == 4 * len(chunk)
+
+
+def test_the_idle_bound_is_upload_idle_timeout_not_the_socket_timeout(
+        shared_plane, glance):
+    """Pauses longer than the server's socket timeout (cheroot's, made 0.5
+    s here; 10 s by default) but within [image] upload_idle_timeout (2 s)
+    do not cut an upload."""
+    app = api_support.make_app(shared_plane)
+    slow = server_mod.ApiServer(app, port=0, threads=2)
+    slow.server.timeout = 0.5
+    slow.start()
+    try:
+        mine = Glance(slow, token=glance.token)
+        image = mine.create()['id']
+        answer = _raw_put(slow, mine, image, 2048,
+                          [b'a' * 1024, 1.2, b'b' * 1024])
+        assert ' 204 ' in answer.splitlines()[0], answer
+        assert mine.show(image)['size'] == 2048
+    finally:
+        slow.stop()
+
+
+def test_a_slow_json_body_keeps_the_body_timeout(server, glance):
+    """[api] body_timeout (1 s here) still bounds the JSON bodies."""
+    body = b'{"name": "slow"}'
+    answer = _raw_put(server, glance, None, len(body), [body[:5], 2.5,
+                                                        body[5:]],
+                      request='POST /image/v2/images%.0s',
+                      content_type='application/json')
+    assert answer.startswith('HTTP/1.1 408'), answer
 
 
 def _rss():
@@ -518,6 +639,7 @@ def test_nova_image_proxy(server, glance):
         'ACTIVE', 100, 2, 0, 100)
     assert shown['metadata'] == {'instance_uuid': 'abc'}
     assert shown['server']['id'] == 'abc'
+    assert compute.get(base, params={'name': 'a\x00'}).status_code == 400
     detail = compute.get(base + '/detail', params={'name': 'nova-view'})
     assert [i['id'] for i in detail.json()['images']] == [image]
     late = compute.get(base, headers={'OpenStack-API-Version':
@@ -540,3 +662,52 @@ def test_another_glance_serves_the_images(shared_plane):
         assert http.get('/v2.1/images').status_code == 404
     finally:
         conf.clear_override('api_endpoint', group='image')
+
+
+# --- a client no one here wrote -------------------------------------------------------
+
+def test_openstacksdk_image_calls(server, tmp_path):
+    import openstack
+    project = api_support.new_project()
+    conn = openstack.connect(
+        load_yaml_config=False, load_envvars=False, auth_type='admin_token',
+        auth={'token': project, 'endpoint': server.url + '/v2.1'},
+        region_name='RegionOne', identity_api_version='3',
+        image_endpoint_override=server.url + '/image')
+    try:
+        data = os.urandom(200 * 1024)
+        path = tmp_path / 'disk.raw'
+        path.write_bytes(data)
+        image = conn.image.create_image(
+            name='sdk-image', filename=str(path), disk_format='raw',
+            container_format='bare', visibility='private', wait=True,
+            tags=['sdk'], properties={'os_distro': 'debian'})
+        found = conn.image.find_image('sdk-image', ignore_missing=False)
+        assert found.id == image.id
+        assert found.status == 'active'
+        assert found.hash_value == hashlib.sha512(data).hexdigest()
+        assert found.os_distro == 'debian'
+        # create_image's own properties (owner_specified.openstack.*)
+        assert found.properties['owner_specified.openstack.object'] \
+            == 'images/sdk-image'
+        conn.image.update_image(image.id, name='sdk-renamed',
+                                tags=['sdk', 'two'], architecture='x86_64')
+        renamed = conn.image.get_image(image.id)
+        assert (renamed.name, sorted(renamed.tags)) == ('sdk-renamed',
+                                                        ['sdk', 'two'])
+        assert renamed.architecture == 'x86_64'
+        out = tmp_path / 'out.raw'
+        conn.image.download_image(image.id, output=str(out))
+        assert out.read_bytes() == data
+        names = [i.name for i in conn.image.images(tag='sdk')]
+        assert names == ['sdk-renamed']
+        second = conn.image.create_image(name='sdk-empty', tags=['sdk'],
+                                         disk_format='raw',
+                                         container_format='bare')
+        # pages of one, followed by the 'next' links
+        paged = [i.id for i in conn.image.images(tag='sdk', limit=1)]
+        assert paged == [second.id, image.id]
+        conn.image.delete_image(image.id)
+        assert conn.image.find_image(image.id) is None
+    finally:
+        conn.close()

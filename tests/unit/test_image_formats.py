@@ -281,3 +281,15 @@ def test_a_refused_upload_leaves_nothing_in_the_store(tmp_path):
         _chunks(good, 4096)))
     assert inspector.info.virtual_size == 2 * 1024 ** 3
     assert inspector.info.size == size == os.path.getsize(good)
+
+
+def test_a_refusal_crosses_rpc_as_a_400_with_its_message(tmp_path):
+    """The agent's check_file refusal reaches the conductor (and the
+    user's fault) as an Invalid, 400, naming what was found."""
+    path = _qcow2(tmp_path / 'disk.qcow2')
+    with pytest.raises(formats.ImageFormatRefused) as err:
+        formats.check_file(str(path), 'raw')
+    rebuilt = exception.from_dict(err.value.to_dict())
+    assert isinstance(rebuilt, exception.Invalid)
+    assert rebuilt.code == 400
+    assert rebuilt.message == str(err.value)

@@ -197,11 +197,21 @@ def test_list_filters(statedb, clock):
     assert ids(filters={'protected': True}) == [b['id']]
     assert ids(filters={'properties': {'os_distro': 'debian'}}) == [a['id']]
     assert ids(filters={'properties': {'x.y': '1'}}) == [a['id']]
+    assert ids(filters={'properties': {'os_distro': 'debia'}}) == []
     assert ids(tags=['t2']) == [b['id'], a['id']]
     assert ids(tags=['t1', 't2']) == [a['id']]
     assert ids(filters={'os_hidden': True}) == [hidden['id']]
     assert ids(filters={'owner': 'bob'}) == []
     assert ids(sort=[('name', 'asc')]) == [a['id'], b['id']]
+
+
+@pytest.mark.parametrize('key', ['a"b', 'a\\b', "a'b", '$', 'a[0]', 'ü',
+                                 'x' * 255])
+def test_any_property_name_filters(statedb, key):
+    wanted = _make(statedb, properties={key: 'v', 'other': 'w'})['id']
+    _make(statedb, properties={key: 'w'})
+    assert _ids(images.list_images(statedb, ALICE, filters={
+        'properties': {key: 'v'}})) == [wanted]
 
 
 def test_pages_cover_everything_once(statedb, clock):
