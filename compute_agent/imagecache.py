@@ -67,7 +67,6 @@ LOG = logging.getLogger(__name__)
 
 FORMATS = ('raw', 'qcow2')
 _STAMP = ('st_size', 'st_mtime_ns', 'st_ctime_ns', 'st_ino')
-_READ = 1024 * 1024
 _ID = re.compile(r'[A-Za-z0-9_-]{1,255}')
 
 # Tasks holding a base, by (cache directory, image id): shared by every
@@ -296,7 +295,7 @@ class ImageCache:
         LOG.info('Cached image %s changed since it was verified (or was '
                  'never recorded): hashing it again', image_id)
         try:
-            size, actual = _hash_file(path, algo)
+            size, actual = _hash_file(path, algo, self.chunk_size)
         except OSError as err:
             raise VirtError('cannot read cached image %s: %s'
                             % (image_id, err)) from None
@@ -438,11 +437,11 @@ class ImageCache:
         return True
 
 
-def _hash_file(path, algo):
+def _hash_file(path, algo, chunk_size):
     hasher = hashlib.new(algo)
     size = 0
     with open(path, 'rb') as f:
-        while chunk := f.read(_READ):
+        while chunk := f.read(chunk_size):
             hasher.update(chunk)
             size += len(chunk)
     return size, hasher.hexdigest()
