@@ -26,6 +26,9 @@ Recorded from Glance 33.0.0 (glance_store 5.7.0) when this was written:
   ``Content-Length: None`` header, which gunicorn refuses).
 * an image made without ``visibility`` is ``shared``; ``public`` needs the
   admin role (403 otherwise).
+* a member of the owning project may deactivate and reactivate an active
+  image (204, both idempotent; 403 for a queued one); a deactivated
+  image's data is then for admins only (403 to everyone else).
 * the ``next`` and ``first`` links are paths from the service's root
   (``/v2/images?...``), without any prefix it is served under: openstacksdk
   strips ``/v2`` from them and glanceclient joins them to the endpoint.
@@ -535,6 +538,32 @@ def test_a_protected_image_is_not_deleted(side):
     assert user.delete(image['id']).status_code == 204
 
 
+def test_deactivate_keeps_the_data_from_all_but_admins(side):
+    user = side.new_project()
+    admin = side.as_(user.project, admin=True)
+    other = side.new_project()
+    queued = user.create(visibility='community')
+    action = 'v2/images/%s/actions/%s'
+    assert user.request('POST', action % (queued['id'], 'deactivate')
+                        ).status_code == 403
+    image = user.active(visibility='community')
+    for _twice in range(2):         # both actions are idempotent
+        assert user.request('POST', action % (image['id'], 'deactivate')
+                            ).status_code == 204
+    assert user.show(image['id'])['status'] == 'deactivated'
+    data = 'v2/images/%s/file' % image['id']
+    assert user.get(data).status_code == 403
+    assert other.get(data).status_code == 403
+    assert admin.get(data).status_code == 200
+    for _twice in range(2):
+        assert user.request('POST', action % (image['id'], 'reactivate')
+                            ).status_code == 204
+    assert user.show(image['id'])['status'] == 'active'
+    assert other.get(data).status_code == 200
+    assert user.request('POST', action % (uuidlib.uuid4(), 'deactivate')
+                        ).status_code == 404
+
+
 def test_an_unknown_image_is_404(side):
     user = side.new_project()
     unknown = str(uuidlib.uuid4())
@@ -588,13 +617,7 @@ def test_other_projects_see_public_images_not_private_ones(side):
                                         owner=owner.project)
 
 
-def test_publicizing_needs_an_admin(side, request):
-    if side.name == 'tristate':
-        # Strict: once Tristate refuses it too, this marker must go.
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "Tristate's image API lets any member make an image public "
-            "(Glance's default policy publicize_image: admin only); "
-            'reported for issue 21')))
+def test_publicizing_needs_an_admin(side):
     user = side.new_project()
     resp = user.request('POST', 'v2/images', json={
         'name': 'x', 'disk_format': 'raw', 'container_format': 'bare',
