@@ -17,13 +17,14 @@ The set-up is the smallest that works with Glance 33:
   (``[glance_store] stores = file``), the staging area beside it
   (``node_staging_uri``, which the import methods need);
 * SQLite (``[database] connection``), migrated by ``glance-manage db_sync``;
-* the WSGI app ``glance.wsgi.api:application`` under gunicorn: since Glance
-  32 the ``glance-api`` console script only says that the standalone
-  server is gone and exits 1. Gunicorn listens on a loopback socket the
+* the WSGI app ``glance.wsgi.api:application`` under gunicorn: in Glance 33
+  the ``glance-api`` console script only says that the standalone server
+  is gone and exits 1. Gunicorn listens on a loopback socket the
   test binds first (port 0) and hands over as ``fd://N``: no port race.
 
-A Glance starts in about 1.3 s on this machine (``db_sync`` about as much
-again), several times that on a loaded one, so fixtures start one per
+A Glance answers about 1.5 s after gunicorn starts on this machine
+(``db_sync`` takes 1.6 s before that; stopping it 0.5 s), several times
+that on a loaded one, so fixtures start one per
 module (:func:`fixture`), and the tests of a module keep apart by project
 (:data:`HEADERS`) or by the ids they made.
 """
@@ -48,8 +49,8 @@ GLANCE_ENV = 'TRISTATE_TEST_GLANCE'
 # paste file the package ships. Glance's default policies (role:admin,
 # project scope) refuse such a context, so this mode also sets
 # ``[oslo_policy] enforce_new_defaults = False`` (the pre-RBAC rules,
-# which let anyone act): what an operator of a Glance without Keystone
-# does.
+# which let anyone do anything but make an image public): what an
+# operator of a Glance without Keystone does.
 OPEN = 'open'
 # Glance's ``context`` middleware without ``authtoken`` in front of it: the
 # identity is read from the headers keystonemiddleware would set after
