@@ -28,7 +28,7 @@ fi
 
 # A real Glance for tests/integration/test_glance_*.py: a virtualenv of its
 # own (Glance pins library versions of its own), made once for these pins and
-# kept in the cache directory (~250 MB; ~1 min to install). A virtualenv
+# kept in the cache directory (~250 MB; ~35 s to install here). A virtualenv
 # named by TRISTATE_TEST_GLANCE is used as it is.
 glance_pins=('glance>=33,<34' 'gunicorn>=23,<24')
 if [ -z "${TRISTATE_TEST_GLANCE:-}" ]; then
