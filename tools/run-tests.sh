@@ -27,6 +27,23 @@ if [ ! -x "$venv/bin/tox" ]; then
     "$venv/bin/pip" install -q 'tox>=4,<5'
 fi
 
+# A real Glance for tests/integration/test_glance_*.py: a virtualenv of its
+# own (Glance pins library versions of its own), made once for these pins and
+# kept in the cache directory (~250 MB; ~35 s to install here). A virtualenv
+# named by TRISTATE_TEST_GLANCE is used as it is.
+glance_pins=('glance>=33,<34' 'gunicorn>=23,<24')
+if [ -z "${TRISTATE_TEST_GLANCE:-}" ]; then
+    TRISTATE_TEST_GLANCE=${XDG_CACHE_HOME:-$HOME/.cache}/tristate/glance-venv
+    if [ "$(cat "$TRISTATE_TEST_GLANCE/.tristate-pins" 2>/dev/null)" != "${glance_pins[*]}" ]; then
+        echo "== virtualenv $TRISTATE_TEST_GLANCE with ${glance_pins[*]}"
+        rm -rf "$TRISTATE_TEST_GLANCE"
+        python3 -m venv "$TRISTATE_TEST_GLANCE"
+        "$TRISTATE_TEST_GLANCE/bin/pip" install -q "${glance_pins[@]}"
+        echo "${glance_pins[*]}" > "$TRISTATE_TEST_GLANCE/.tristate-pins"
+    fi
+fi
+export TRISTATE_TEST_GLANCE
+
 work=$(mktemp -d /tmp/tristate-tests.XXXXXX)
 chmod 755 "$work"
 cleanup() { tools/test-services.sh stop "$work" || true; rm -rf "$work"; }
