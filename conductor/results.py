@@ -15,6 +15,7 @@ from common import reconcile as rtable
 from common import states
 from common.db import services
 from conductor import gateway as gw
+from conductor import images
 
 LOG = logging.getLogger(__name__)
 
@@ -152,6 +153,7 @@ class Results:
         self.db = gateway.db
         self.conf = conf
         self.reconciler = reconciler
+        self.images = images.ImageAccess(conf, self.db)
 
     # --- task results ----------------------------------------------------------
 
@@ -178,7 +180,20 @@ class Results:
         # report stored while the task ran is in it.
         if before['task_action'] != 'live_migrate':
             self.reconciler.consider(after)
+        if before['task_action'] == 'backup' and 'rotation' in hints:
+            self._rotate(instance_uuid, hints)
         return after
+
+    def _rotate(self, instance_uuid, hints):
+        """The agent echoes the backup's type and rotation (the request's
+        own parameters); a failed rotation does not fail the backup."""
+        try:
+            self.images.backup_done(instance_uuid,
+                                    str(hints.get('backup_type') or 'daily'),
+                                    int(hints['rotation']))
+        except Exception:
+            LOG.exception('Backup rotation of instance %s failed',
+                          instance_uuid)
 
     def _values_on_success(self, conn, inst, action, values):
         if action in ('build', 'rebuild') and inst['vm_state'] in (
@@ -209,6 +224,8 @@ class Results:
             rolled_back=rolled_back, power=power,
             settle=settle_on_failure(action, inst['vm_state'],
                                      rolled_back=rolled_back, power=power))
+        if action in images.WRITES:
+            self.images.snapshot_failed(instance_uuid)
         now = self.db.get_instance(instance_uuid)
         # A failed reconcile task (power_on, power_off) on a domain that did
         # not change would be decided and fail again at once, forever: the
