@@ -17,6 +17,9 @@ from common import metrics
 from common import rpc
 
 VERSION = '1.1'
+# How often a best-effort cast is retried with the broker unreachable before
+# it fails (oslo.messaging's default, None, retries for ever).
+BEST_EFFORT_RETRY = 1
 
 
 class ComputeAPI:
@@ -44,14 +47,17 @@ class ComputeAPI:
             raise
 
     def destroy_domain(self, ctx, *, host, instance_uuid):
-        """Destroy a domain whose instance is gone (best effort)."""
-        self._cast(ctx, host, 'destroy_domain', instance_uuid=instance_uuid)
+        """Destroy a domain whose instance is gone (best effort: with the
+        broker away it fails after one retry instead of waiting for it; the
+        agent's next power report asks again)."""
+        self._cast(ctx, host, 'destroy_domain', instance_uuid=instance_uuid,
+                   retry=BEST_EFFORT_RETRY)
 
-    def _cast(self, ctx, host, method, **kwargs):
+    def _cast(self, ctx, host, method, retry=None, **kwargs):
         try:
             # Both casts exist since 1.0: an agent capped there takes them.
-            self.client.prepare(server=host, version='1.0').cast(
-                ctx, method, **kwargs)
+            self.client.prepare(server=host, version='1.0',
+                                retry=retry).cast(ctx, method, **kwargs)
         except rpc.MessagingException as err:
             metrics.rpc_error(method, err)
             raise

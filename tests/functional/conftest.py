@@ -172,6 +172,14 @@ def plane_on_each_database(request, tmp_path_factory):
         yield plane
 
 
+@pytest.fixture(scope='module')
+def leasable_plane_on_each_database(plane_on_each_database):
+    """:func:`plane_on_each_database` with every host in the reservable
+    pool: for modules whose tests make leases."""
+    reservable(plane_on_each_database)
+    return plane_on_each_database
+
+
 def tidy(plane, *, keep=()):
     """Clear every fault and delete every instance but those in ``keep``:
     what a test on a shared plane leaves must not disturb the next one."""

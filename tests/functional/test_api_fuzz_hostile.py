@@ -33,7 +33,6 @@ from api import actions as api_actions
 from api import jsonbody
 from api import server as server_mod
 from tests.functional import api_support
-from tests.functional.conftest import reservable
 from tests.functional.api_support import message
 
 FULL = os.environ.get('TRISTATE_FAULTS_FULL') == '1'
@@ -139,9 +138,8 @@ def test_every_action_and_body_route_is_a_target(app):
 # --- the plane: one per database, a server and a lease to aim at --------------
 
 @pytest.fixture(scope='module')
-def plane(plane_on_each_database):
-    reservable(plane_on_each_database)     # its leases need hosts to take
-    return plane_on_each_database
+def plane(leasable_plane_on_each_database):
+    return leasable_plane_on_each_database
 
 
 @pytest.fixture(scope='module')

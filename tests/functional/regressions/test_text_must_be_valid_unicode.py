@@ -18,7 +18,6 @@ PostgreSQL.
 import pytest
 
 from tests.functional import api_support
-from tests.functional.conftest import reservable
 from tests.functional.api_support import message
 
 SURROGATE = '\ud800'
@@ -27,9 +26,8 @@ CONTROL = ['\x1b[2K\r', '\n', '\x7f', '\x85', '\u2028']
 
 
 @pytest.fixture(scope='module')
-def plane(plane_on_each_database):
-    reservable(plane_on_each_database)     # its leases need hosts to take
-    return plane_on_each_database
+def plane(leasable_plane_on_each_database):
+    return leasable_plane_on_each_database
 
 
 @pytest.fixture(scope='module')
