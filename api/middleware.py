@@ -34,6 +34,9 @@ LOG = logging.getLogger(__name__)
 _PASSED = 'tristate.body_limit_passed'
 # Set by api.server: called once the body is read (ends its read deadline).
 BODY_READ = 'tristate.body_read'
+# Set by api.server: arms (seconds) or ends (None) a deadline on the next
+# read of the body (a streamed body's idle bound).
+BODY_DEADLINE = 'tristate.body_deadline'
 
 
 def _answer(start_response, code, message):
@@ -126,9 +129,14 @@ class BodyLimit:
         return _too_large(start_response, self.limit)
 
 
-def wrap(app, conf):
-    """``app`` behind the proxy headers and the body limit."""
+def wrap(app, conf, *, before_limit=None):
+    """``app`` behind the proxy headers and the body limit.
+    ``before_limit(limited)``: a WSGI app made around the limited one that
+    sees every request first (the image API's mount, whose uploads are
+    streamed past the limit)."""
     limited = BodyLimit(app, conf.api.max_request_body_size)
+    if before_limit is not None:
+        limited = before_limit(limited)
     if not conf.oslo_middleware.enable_proxy_headers_parsing:
         # Off, the middleware passes every request through unchanged, after
         # building a webob request for it: not worth that on every call.

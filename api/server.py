@@ -15,7 +15,9 @@ forever, so as many such connections as workers froze the API. Here
 * ``header_timeout``: the request line and headers must arrive within it
   from the first byte, else 408 and the connection is closed;
 * ``body_timeout``: the body (read whole by :mod:`api.middleware`) must
-  arrive within it once the headers are in, else 408;
+  arrive within it once the headers are in, else 408 (an image upload,
+  streamed, has instead a deadline per chunk: ``[image]
+  upload_idle_timeout``);
 * ``max_connections`` and ``max_connections_per_client``: connections past
   them are answered 503 (``Retry-After``) and closed at their first request;
 * the request line and headers are at most :data:`MAX_HEADER_BYTES`.
@@ -28,6 +30,7 @@ production") the proxy absorbs slow clients and these bounds are a backstop.
 
 import collections
 import dataclasses
+import functools
 import json
 import logging
 import socket
@@ -212,6 +215,16 @@ class _Connection(cheroot_server.HTTPConnection):
         super().close()
 
 
+def _deadline(watchdog, conn, seconds):
+    """Arm (``seconds``) or end (None) the deadline of the next read of
+    ``conn``: a streamed body (an image upload) reads under it chunk by
+    chunk instead of under ``body_timeout`` as a whole."""
+    if seconds is None:
+        watchdog.disarm(conn)
+    else:
+        watchdog.arm(conn, seconds)
+
+
 class _Gateway(cheroot_wsgi.Gateway_10):
     """Gives the body its deadline, ended when the body has been read."""
 
@@ -220,6 +233,8 @@ class _Gateway(cheroot_wsgi.Gateway_10):
         server, conn = self.req.server, self.req.conn
         server.watchdog.arm(conn, server.limits.body_timeout)
         environ[middleware.BODY_READ] = lambda: server.watchdog.disarm(conn)
+        environ[middleware.BODY_DEADLINE] = functools.partial(
+            _deadline, server.watchdog, conn)
         return environ
 
     def respond(self):

@@ -11,6 +11,9 @@ the environ; for ``/v2.1/...`` the microversion is read from the headers
 (:mod:`api.schemas`), checks policy (:mod:`api.policy`), calls the
 conductor and renders (:mod:`api.views`); any error becomes Nova's JSON
 fault (:mod:`api.faults`).
+
+Under ``/image`` the image API (Glance v2, :mod:`api.image`) answers
+instead, mounted before the body limit (its uploads are streamed).
 """
 
 import logging
@@ -27,8 +30,10 @@ from api import middleware
 from api import ops
 from api import policy as policy_mod
 from api import request
+from api.image import app as image_app
 from api.routes import accounting
 from api.routes import catalog
+from api.routes import images
 from api.routes import leases
 from api.routes import server_actions
 from api.routes import servers
@@ -48,7 +53,7 @@ def create_app(conf, client, *, policy=None):
     app.extensions[request.EXTENSION] = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
     for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
-                      leases.bp, leases.hosts_bp, accounting.bp):
+                      leases.bp, leases.hosts_bp, accounting.bp, images.bp):
         app.register_blueprint(blueprint)
     app.before_request(_read_version)
     app.before_request(lambda: jsonbody.check_path(flask.request.view_args))
@@ -56,10 +61,11 @@ def create_app(conf, client, *, policy=None):
     app.after_request(_log_request)
     app.register_error_handler(http_exceptions.HTTPException, _http_error)
     app.register_error_handler(Exception, _error)
+    statedb = getattr(client, 'statedb', None)
     app.wsgi_app = middleware.wrap(
-        ops.wrap(auth.wrap(app.wsgi_app, conf), conf,
-                 getattr(client, 'statedb', None),
-                 getattr(client, 'connector', None)), conf)
+        ops.wrap(auth.wrap(app.wsgi_app, conf), conf, statedb,
+                 getattr(client, 'connector', None)), conf,
+        before_limit=lambda compute: image_app.mount(compute, conf, statedb))
     return app
 
 

@@ -176,6 +176,14 @@ class LeaseInstancesNotStopped(Conflict):
                'instance(s) could not be stopped yet: %(reasons)s.')
 
 
+class ImageNotFound(NotFound):
+    msg_fmt = 'No image found with ID %(image)s'
+
+
+class ImageMemberNotFound(NotFound):
+    msg_fmt = '%(member)s not found in the member list of the image %(image)s.'
+
+
 class DBUnavailable(TristateError):
     msg_fmt = ('The database is unavailable after %(attempts)d attempts over '
                '%(seconds).1f s: %(reason)s')

@@ -10,7 +10,8 @@ from common.conf import _MODULES
 NAMESPACES = ('tristate', 'oslo.log', 'oslo.messaging', 'oslo.policy',
               'oslo.middleware.healthcheck',
               'oslo.middleware.http_proxy_to_wsgi',
-              'keystonemiddleware.auth_token', 'tristate.keystone_authtoken')
+              'keystonemiddleware.auth_token', 'tristate.keystone_authtoken',
+              'tristate.glance_store')
 
 
 def list_opts():

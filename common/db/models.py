@@ -357,3 +357,60 @@ class StrayDomain(Base):
     reported_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     doomed: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+# --- images (issue 21) ----------------------------------------------------------
+# Written only by common/db/images.py.
+
+class Image(Base):
+    """One image of the catalogue (Glance v2's record). ``location`` is the
+    store's URI of its data, never shown to users; ``properties`` the
+    user's extra string properties (Nova's snapshot ones among them);
+    a deleted image keeps its row (status ``deleted``, ``deleted_at``)."""
+    __tablename__ = 'images'
+
+    id: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    name: Mapped[str | None] = mapped_column(_name)
+    status: Mapped[str] = mapped_column(_state, index=True)
+    visibility: Mapped[str] = mapped_column(_state)
+    owner: Mapped[str | None] = mapped_column(_name, index=True)
+    protected: Mapped[bool] = mapped_column(Boolean, default=False)
+    os_hidden: Mapped[bool] = mapped_column(Boolean, default=False)
+    disk_format: Mapped[str | None] = mapped_column(_state)
+    container_format: Mapped[str | None] = mapped_column(_state)
+    size: Mapped[int | None] = mapped_column(BigInteger)
+    virtual_size: Mapped[int | None] = mapped_column(BigInteger)
+    checksum: Mapped[str | None] = mapped_column(String(32))
+    os_hash_algo: Mapped[str | None] = mapped_column(String(64))
+    os_hash_value: Mapped[str | None] = mapped_column(String(128))
+    min_disk: Mapped[int] = mapped_column(Integer, default=0)
+    min_ram: Mapped[int] = mapped_column(Integer, default=0)
+    location: Mapped[str | None] = mapped_column(Text)
+    properties: Mapped[dict] = mapped_column(sa.JSON)
+    tags: Mapped[list] = mapped_column(sa.JSON)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class ImageMember(Base):
+    """A project an image of visibility ``shared`` is shared with, and
+    whether that project accepted it."""
+    __tablename__ = 'image_members'
+
+    image_id: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('images.id'), primary_key=True)
+    member: Mapped[str] = mapped_column(_name, primary_key=True, index=True)
+    status: Mapped[str] = mapped_column(_state)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class ServiceKey(Base):
+    """A secret the services share through the database (the HMAC key of
+    image grants), created by whoever needs it first."""
+    __tablename__ = 'service_keys'
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    secret: Mapped[str] = mapped_column(_name)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
