@@ -103,13 +103,9 @@ HANDLERS = {
 
 def result_values(action, params):
     """What a finished task tells the conductor besides power: the image a
-    rebuild used, the rotation of a backup."""
+    rebuild used."""
     if action == 'rebuild' and params.get('image_ref'):
         return {'image_ref': params['image_ref']}
-    if action == 'backup' and params.get('rotation') is not None:
-        # the conductor rotates the instance's backups of this type
-        return {'rotation': params['rotation'],
-                'backup_type': params.get('backup_type') or 'daily'}
     return {}
 
 

@@ -180,20 +180,7 @@ class Results:
         # report stored while the task ran is in it.
         if before['task_action'] != 'live_migrate':
             self.reconciler.consider(after)
-        if before['task_action'] == 'backup' and 'rotation' in hints:
-            self._rotate(instance_uuid, hints)
         return after
-
-    def _rotate(self, instance_uuid, hints):
-        """The agent echoes the backup's type and rotation (the request's
-        own parameters); a failed rotation does not fail the backup."""
-        try:
-            self.images.backup_done(instance_uuid,
-                                    str(hints.get('backup_type') or 'daily'),
-                                    int(hints['rotation']))
-        except Exception:
-            LOG.exception('Backup rotation of instance %s failed',
-                          instance_uuid)
 
     def _values_on_success(self, conn, inst, action, values):
         if action in ('build', 'rebuild') and inst['vm_state'] in (
