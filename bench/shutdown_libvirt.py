@@ -50,6 +50,7 @@ def add_arguments(parser):
 
 def _start_agent(plane, debounce, uri=None):
     from compute_agent.virt.libvirt import LibvirtDriver
+    from compute_agent.virt.libvirt.disks import LocalImages
     images = os.path.join(plane.tmp, 'images')
     os.makedirs(images)
     with open(os.path.join(images, plane_mod.IMAGE), 'wb') as f:
@@ -59,7 +60,7 @@ def _start_agent(plane, debounce, uri=None):
         f.write(NODE)
     drv = LibvirtDriver(uri=uri or 'test://%s' % node,
                         virt_type='qemu' if uri else 'kvm',
-                        images_path=images,
+                        images=LocalImages(images),
                         instances_path=os.path.join(plane.tmp, 'instances'),
                         event_debounce=debounce, shutdown_timeout=2)
     drv.init_host(HOST)

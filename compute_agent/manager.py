@@ -28,6 +28,7 @@ import time
 from common import exception
 from common import metrics
 from common import rpc
+from common.images import client as image_client
 from compute_agent import reporter as reporter_mod
 from compute_agent import rpcapi
 from compute_agent import tasks
@@ -68,9 +69,11 @@ class AgentManager:
     target = rpc.Target(version=rpcapi.VERSION)
 
     def __init__(self, *, host, driver, conductor, conf, journal,
-                 delivered=None):
+                 delivered=None, image_cache=None):
         self.host = host
         self.driver = driver
+        self.image_cache = image_cache
+        self._image_session = None      # keystoneauth's, made when needed
         # What the conductor was told of each domain's power (shared with
         # the host's Reporter): a task's result tells it too.
         self.delivered = (delivered if delivered is not None
@@ -179,7 +182,8 @@ class AgentManager:
         except virt.VirtError as err:
             return self._report(ctx, 'task_failed', uuid, error=str(err),
                                 rolled_back=err.rolled_back,
-                                power=self._power(uuid, action))
+                                power=self._power(uuid, action),
+                                **self._fault_code(err))
         except Exception as err:       # a driver bug: be safe, no rollback
             LOG.exception('Task %s (%s) on %s crashed', ctx.task_id, action,
                           uuid)
@@ -190,6 +194,24 @@ class AgentManager:
         return self._report(ctx, 'task_finished', uuid,
                             power=self._power(uuid, action),
                             values=tasks.result_values(action, params))
+
+    def _fault_code(self, err):
+        """``{'fault_code': 400}`` for a failure that is the user's
+        mistake (a missing or corrupt image: ``err.fault_code``), when the
+        conductor takes one; else nothing (the fault is then a 500)."""
+        code = getattr(err, 'fault_code', None)
+        if code is None or not tasks.takes(self.conductor.task_failed,
+                                           'fault_code'):
+            return {}
+        return {'fault_code': code}
+
+    def image_session(self):
+        """The keystoneauth session of ``[image]`` (a Glance behind
+        Keystone), or None; made once."""
+        if self._image_session is None and getattr(
+                self.conf.image, 'auth_type', None):
+            self._image_session = image_client.session_from_conf(self.conf)
+        return self._image_session
 
     def _power(self, uuid, action):
         if action in tasks.LEAVES_HOST:
@@ -313,13 +335,27 @@ def sendable(text):
 
 
 class _TaskView:
-    """What a task handler sees: the driver, the config, and progress()."""
+    """What a task handler sees: the driver, the config, the image cache,
+    image_client() and progress()."""
 
     def __init__(self, manager, ctx):
         self.driver = metrics.TimedDriver(manager.driver, manager.host)
         self.conf = manager.conf
+        self.image_cache = manager.image_cache
         self._manager = manager
         self._ctx = ctx
+
+    def image_client(self, params):
+        """A Glance client for the image service the task names
+        (``params['image']``: its ``url`` and ``grant``), or None."""
+        spec = params.get('image') or {}
+        if not spec.get('url'):
+            return None
+        conf = self.conf.image
+        return image_client.GlanceClient(
+            spec['url'], grant=spec.get('grant'),
+            session=self._manager.image_session(),
+            timeout=conf.upload_idle_timeout, chunk_size=conf.chunk_size)
 
     def progress(self, inst, *, step=None, percent=None):
         try:

@@ -1,5 +1,9 @@
 """The agent's reports to the conductor: heartbeats with capacity, and power.
 
+Capacity: the driver's, less the bytes of the host's image cache (whole
+GiB) from the disk. The image cache's periodic pass (removing images unused
+for ``[image] cache_max_age``) runs here too, every ``cache_check_interval``.
+
 Power is reported bottom-up, always: at once when the driver sees a domain
 change (events, or the fake hypervisor's watcher), and in full every
 ``power_sync_interval`` as a safety net. The full report rides on a
@@ -158,8 +162,9 @@ class Reporter:
     """Heartbeats and power reports of one host, each in its own thread."""
 
     def __init__(self, *, host, driver, conductor, conf, journal,
-                 delivered=None):
+                 delivered=None, image_cache=None):
         self.host = host
+        self.image_cache = image_cache
         self.delivered = delivered if delivered is not None else Delivered()
         self.delivered.on_release = self._read_and_send
         self.driver = driver
@@ -194,7 +199,7 @@ class Reporter:
         cap = self.driver.get_capacity()
         lost = self.journal.lost()      # kept there until delivered
         capacity = {'vcpus': cap.vcpus, 'memory_mb': cap.memory_mb,
-                    'disk_gb': cap.disk_gb}
+                    'disk_gb': self._disk_gb(cap.disk_gb)}
         try:
             answer = self.conductor.heartbeat(
                 self.ctx, host=self.host, capacity=capacity,
@@ -209,6 +214,20 @@ class Reporter:
                      len(lost), self.host)
             self.journal.forget_lost(lost)
         return answer
+
+    def _disk_gb(self, total):
+        """The disk left for instances: the image cache's bytes are used
+        (whole GiB, rounded up)."""
+        if self.image_cache is None:
+            return total
+        cached = self.image_cache.used_bytes()
+        return max(0, total - -(-cached // 1024 ** 3))
+
+    def clean_image_cache(self):
+        """The image cache's periodic pass (``[image]
+        cache_check_interval``): images unused for ``cache_max_age`` go."""
+        if self.image_cache is not None:
+            self.image_cache.clean()
 
     # --- power ---------------------------------------------------------------
 
@@ -409,6 +428,9 @@ class Reporter:
             self._every(self.conf.compute.power_sync_interval,
                         self.full_report, 'power-sync')
         self._spawn(self._sender, 'power-sender')
+        if self.image_cache is not None and self.conf.image.cache_max_age:
+            self._every(self.conf.image.cache_check_interval,
+                        self.clean_image_cache, 'image-cache')
         self.driver.watch(self.domain_changed)
 
     def stop(self):

@@ -5,6 +5,7 @@ import logging
 import os
 
 from common import rpc
+from compute_agent import imagecache
 from compute_agent import journal as journal_mod
 from compute_agent import manager as manager_mod
 from compute_agent import reporter as reporter_mod
@@ -39,12 +40,18 @@ class AgentService:
         self.journal = journal = journal_mod.TaskJournal(os.path.join(
             conf.state_dir, 'agent', '%s-tasks.json' % self.host))
         delivered = reporter_mod.Delivered()
+        # Disks built on cached images say which (the libvirt driver reads
+        # their backing files): the cache never removes those.
+        self.image_cache = imagecache.ImageCache(
+            conf, in_use=getattr(self.driver, 'image_bases_in_use', None))
         self.manager = manager_mod.AgentManager(
             host=self.host, driver=self.driver, conductor=conductor,
-            conf=conf, journal=journal, delivered=delivered)
+            conf=conf, journal=journal, delivered=delivered,
+            image_cache=self.image_cache)
         self.reporter = reporter_mod.Reporter(
             host=self.host, driver=self.driver, conductor=conductor,
-            conf=conf, journal=journal, delivered=delivered)
+            conf=conf, journal=journal, delivered=delivered,
+            image_cache=self.image_cache)
         self.server = bus.server(conf.compute.topic, [self.manager],
                                  server=self.host)
 

@@ -2,29 +2,75 @@
 
 One small function per action; the agent's manager runs them, reports
 progress, and ends the task. Parameters come prepared by the conductor.
+
+Images: a task that needs one (build, rebuild, rescue) or makes one
+(snapshot, backup) carries ``params['image'] = {'url', 'grant'}``: the
+image service to use and the capability for that one image. A driver that
+builds disks from files (``needs_image_files``: libvirt) gets the image
+fetched into the host's cache (:mod:`compute_agent.imagecache`) as
+``image=``, held there until the driver returns; the fake driver needs no
+file. A snapshot's driver writes the disk to a temporary file
+(``target=``) that the agent uploads to ``params['image_id']`` with the
+write grant, then deletes. Drivers that do not take these keywords are
+called as before (:func:`takes`).
 """
 
+import contextlib
 import inspect
+import logging
+import os
+import tempfile
 
 from common import states
 from common.flavors import Flavor
+from common.images import client as image_client
+from compute_agent.virt.driver import VirtError
+
+LOG = logging.getLogger(__name__)
+
+
+def takes(method, name):
+    """Whether a callable accepts the keyword ``name``."""
+    return name in inspect.signature(method).parameters
+
+
+_takes = takes
+
+
+@contextlib.contextmanager
+def _image(agent, params, image_ref, method):
+    """The driver's extra keywords for ``image_ref``: ``{'image':
+    CachedImage}`` held in the cache for the block when the driver builds
+    from files and the task names an image service; else none."""
+    client = agent.image_client(params)
+    if (client is None or agent.image_cache is None or not image_ref
+            or not getattr(agent.driver, 'needs_image_files', False)
+            or not takes(method, 'image')):
+        yield {}
+        return
+    with agent.image_cache.use(image_ref, client) as cached:
+        yield {'image': cached}
 
 
 def _build(agent, inst, params):
     uuid = inst['uuid']
     # Networks and disks are attached within spawn (states._BUILD_STEPS).
     agent.progress(inst, step=states.step.SPAWNING)
-    agent.driver.spawn(uuid, name=inst['name'],
-                       flavor=Flavor(inst['flavor_name'], inst['vcpus'],
-                                     inst['memory_mb'], inst['disk_gb']),
-                       image_ref=inst['image_ref'])
+    with _image(agent, params, inst['image_ref'], agent.driver.spawn) as extra:
+        agent.driver.spawn(uuid, name=inst['name'],
+                           flavor=Flavor(inst['flavor_name'], inst['vcpus'],
+                                         inst['memory_mb'], inst['disk_gb']),
+                           image_ref=inst['image_ref'], **extra)
 
 
 def _rebuild(agent, inst, params):
     if agent.driver.get_domain(inst['uuid']) is None:
         return _build(agent, inst, params)       # a buried instance
     agent.progress(inst, step=states.step.SPAWNING)
-    return agent.driver.rebuild(inst['uuid'], image_ref=params['image_ref'])
+    with _image(agent, params, params['image_ref'],
+                agent.driver.rebuild) as extra:
+        return agent.driver.rebuild(inst['uuid'],
+                                    image_ref=params['image_ref'], **extra)
 
 
 def _stop(agent, inst, params):
@@ -39,24 +85,66 @@ def _unrescue(agent, inst, params):
         _stop(agent, inst, params)
 
 
-def _takes(method, name):
-    """Whether a driver method accepts the keyword ``name``."""
-    return name in inspect.signature(method).parameters
-
-
 def _rescue(agent, inst, params):
     kwargs = {'image_ref': params['image_ref']}
     if params.get('password') is not None and _takes(agent.driver.rescue,
                                                      'password'):
         kwargs['password'] = params['password']
-    agent.driver.rescue(inst['uuid'], **kwargs)
+    with _image(agent, params, params['image_ref'],
+                agent.driver.rescue) as extra:
+        agent.driver.rescue(inst['uuid'], **kwargs, **extra)
 
 
 def _snapshot(agent, inst, params):
     kwargs = {'image_name': params['image_name']}
     if params.get('image_id') and _takes(agent.driver.snapshot, 'image_id'):
         kwargs['image_id'] = params['image_id']
-    agent.driver.snapshot(inst['uuid'], **kwargs)
+    client = agent.image_client(params)
+    if (client is None or not params.get('image_id')
+            or not takes(agent.driver.snapshot, 'target')):
+        agent.driver.snapshot(inst['uuid'], **kwargs)
+        return
+    with _scratch(agent, params['image_id']) as target:
+        agent.driver.snapshot(inst['uuid'], target=target, **kwargs)
+        _upload(client, params['image_id'], target)
+
+
+@contextlib.contextmanager
+def _scratch(agent, image_id):
+    """The file a snapshot is written to before its upload, removed after:
+    in the image cache's directory (counted with the cache's bytes; a
+    crash's leftover is removed when the agent starts)."""
+    if agent.image_cache is not None:
+        with agent.image_cache.scratch_file(image_id) as path:
+            yield path
+        return
+    fd, path = tempfile.mkstemp(prefix='snapshot-')
+    os.close(fd)
+    try:
+        yield path
+    finally:
+        _unlink(path)
+
+
+def _upload(client, image_id, path):
+    size = os.path.getsize(path)
+    LOG.info('Uploading snapshot image %s (%d bytes)', image_id, size)
+    try:
+        with open(path, 'rb') as f:
+            client.upload(image_id, f, size=size)
+    except (image_client.ImageNotFound, image_client.ImageForbidden,
+            image_client.ImageServiceError) as err:
+        # The domain is as it was: only the image failed (the conductor
+        # marks it killed).
+        raise VirtError('upload of snapshot image %s failed: %s'
+                        % (image_id, err)) from None
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _resize(agent, inst, params):

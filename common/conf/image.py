@@ -8,8 +8,15 @@ Who reads what:
 * the conductor: ``service_url`` and ``api_endpoint`` (what it tells agents
   to fetch from), ``grant_ttl`` (how long a grant it issues lasts);
 * agents: ``cache_path``, ``cache_max_age``, ``cache_check_interval``,
-  ``chunk_size``, and the Keystone options of this group when
-  ``api_endpoint`` is a Glance behind Keystone.
+  ``chunk_size``, ``upload_idle_timeout`` (how long a transfer may stall),
+  and the Keystone options of this group when ``api_endpoint`` is a Glance
+  behind Keystone.
+
+The Keystone options are keystoneauth's (``auth_type``, ``auth_url``,
+``username``, ... and the session's ``cafile``, ``insecure``, ...),
+registered on this group when keystoneauth1 is installed (the keystone
+extra). Without ``auth_type`` agents send no Keystone token: they use the
+grant the conductor gives them with each task.
 
 Where image data is stored is ``[glance_store]`` (glance_store's own
 options; the embedded default is the ``file`` store under ``$state_dir``).
@@ -38,7 +45,8 @@ opts = [
                     'hosts (e.g. http://controller:8774/image). Read by the '
                     'conductor, which passes it to agents with each task '
                     'that needs an image. tristate-all sets it to its own '
-                    'API. Ignored when api_endpoint is set.'),
+                    'API. Ignored when api_endpoint is set. Default: '
+                    'unset.'),
     cfg.IntOpt('grant_ttl', default=3600, min=60,
                help='Seconds a grant lasts: the capability a conductor '
                     'gives an agent with a task to read one image (a build, '
@@ -75,9 +83,29 @@ opts = [
 ]
 
 
+def keystone_opts():
+    """keystoneauth's session, auth-type and password-plugin options, or
+    none without keystoneauth1 (the keystone extra)."""
+    try:
+        from keystoneauth1 import loading
+    except ImportError:
+        return []
+    return (loading.get_session_conf_options()
+            + loading.get_auth_common_conf_options()
+            + loading.get_auth_plugin_conf_options('password'))
+
+
 def register_opts(conf):
     _group.register(conf, group, opts)
+    try:
+        from keystoneauth1 import loading
+    except ImportError:
+        return
+    # The plugin's own options (auth_url, username, ...) are registered
+    # by keystoneauth when the session is loaded (auth_type decides them).
+    loading.register_session_conf_options(conf, group.name)
+    loading.register_auth_conf_options(conf, group.name)
 
 
 def list_opts():
-    return {group: opts}
+    return {group: opts + keystone_opts()}

@@ -37,11 +37,6 @@ opts = [
                     'CPU as it is), or none (the hypervisor\'s default '
                     'model; nested KVM hosts may refuse the other two). '
                     'Ignored for qemu (TCG) and xen. Default: host-model.'),
-    cfg.StrOpt('images_path', default='$state_dir/images',
-               help='Directory of images: an instance\'s image_ref names a '
-                    'file in it (raw or qcow2), and snapshots are written '
-                    'to it under their image name. Default: '
-                    '$state_dir/images.'),
     cfg.StrOpt('instances_path', default='$state_dir/instances',
                help='Directory of instance files: one sub-directory per '
                     'instance uuid (its disk, and the definitions kept for '

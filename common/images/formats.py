@@ -15,7 +15,8 @@ what was expected:
   extensions do not end within the bytes inspected;
 * content that does not match the declared ``disk_format`` (qcow2 content
   declared raw; raw, or another format's header, declared qcow2; another
-  format's header declared raw);
+  format's header, or a vmdk text descriptor, declared raw: a later probe
+  must never find anything but raw in a raw image);
 * a ``disk_format`` other than raw and qcow2 ("not supported yet").
 
 It works on a stream: :meth:`Inspector.wrap` passes an upload's chunks
@@ -27,6 +28,7 @@ for a local file (an agent checks a cached image before using it).
 
 import dataclasses
 import os
+import re
 import struct
 
 from common import exception
@@ -53,7 +55,9 @@ INCOMPAT_KNOWN = 0x1f
 _OTHER_FORMATS = (
     ('qed', 0, b'QED\x00'),
     ('vmdk', 0, b'KDMV'),
-    ('vmdk', 0, b'# Disk DescriptorFile'),
+    ('vmdk', 0, b'COWD'),
+    ('parallels', 0, b'WithoutFreeSpace'),
+    ('parallels', 0, b'WithouFreSpacExt'),
     ('vhdx', 0, b'vhdxfile'),
     ('vpc', 0, b'conectix'),
     ('vdi', 0x40, b'\x7f\x10\xda\xbe'),
@@ -86,12 +90,29 @@ def check_disk_format(disk_format):
                 'raw or qcow2 (other disk formats are not supported yet)')
 
 
+_VMDK_VERSION = re.compile(rb'version=[123]\r?\n')
+
+
+def _is_vmdk_descriptor(head):
+    """Whether QEMU would probe ``head`` as a vmdk descriptor (a text
+    file naming extents, any file of the host): its first line that is
+    neither blank nor a comment is ``version=1``, ``2`` or ``3``."""
+    for line in bytes(head[:4096]).splitlines(keepends=True):
+        stripped = line.lstrip(b' ')
+        if stripped.startswith(b'#') or not stripped.strip(b'\r\n'):
+            continue
+        return _VMDK_VERSION.fullmatch(stripped) is not None
+    return False
+
+
 def _content_format(head):
     if head.startswith(QCOW2_MAGIC):
         return 'qcow2'
     for name, offset, magic in _OTHER_FORMATS:
         if head[offset:offset + len(magic)] == magic:
             return name
+    if _is_vmdk_descriptor(head):
+        return 'vmdk descriptor'
     return 'raw'
 
 

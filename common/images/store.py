@@ -19,9 +19,12 @@ What this module adds to the library:
   tier answers 4xx for the user's mistakes.
 
 The location a store returns (``file:///...``, ``rbd://...``) may hold
-credentials: it is kept in the catalogue and never shown to users.
+credentials: it is kept in the catalogue, never shown to users and never
+taken from them (``get`` and ``delete`` open whatever location they are
+given).
 """
 
+import functools
 import logging
 
 import glance_store
@@ -104,7 +107,10 @@ class _Counted:
     ``limit`` (raising inside the store's write loop, so the store removes
     what it wrote) and drops empty chunks."""
 
-    def __init__(self, chunks, image_id, limit):
+    def __init__(self, chunks, image_id, limit, chunk_size):
+        if hasattr(chunks, 'read'):
+            # A file object iterates by lines: read it in chunks instead.
+            chunks = iter(functools.partial(chunks.read, chunk_size), b'')
         self._chunks = chunks
         self._image_id = image_id
         self._limit = limit
@@ -192,8 +198,9 @@ class ImageStore:
         return store, loc
 
     def add(self, image_id, chunks, size=None):
-        """Store the bytes of ``chunks`` (an iterable of ``bytes``) as
-        ``image_id``. Returns ``(location, size, md5 hex, sha512 hex)``.
+        """Store the bytes of ``chunks`` (an iterable of ``bytes``, or a
+        binary file object) as ``image_id``. Returns ``(location, size,
+        md5 hex, sha512 hex)``.
 
         ``size``, when given, must be what arrives (else
         :class:`ImageSizeMismatch`); more than ``[image] max_image_size``
@@ -202,7 +209,8 @@ class ImageStore:
         limit = self._conf.image.max_image_size
         if size is not None and size > limit:
             raise ImageTooLarge(image_id=image_id, limit=limit)
-        counted = _Counted(chunks, image_id, limit)
+        counted = _Counted(chunks, image_id, limit,
+                           self._conf.image.chunk_size)
         try:
             uri, written, md5, sha512, _meta = self._default.add(
                 image_id, counted, size or 0, HASH_ALGO)

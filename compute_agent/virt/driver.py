@@ -110,6 +110,12 @@ class ComputeDriver(abc.ABC):
 
     # --- lifecycle --------------------------------------------------------------
 
+    # A driver that builds disks from image files sets this: the agent then
+    # fetches the task's image into the host's cache and passes it to
+    # spawn, rebuild and rescue as ``image`` (a
+    # :class:`compute_agent.imagecache.CachedImage`), if they take it.
+    needs_image_files = False
+
     @abc.abstractmethod
     def spawn(self, uuid, *, name, flavor, image_ref):
         """Define and start a domain from ``image_ref`` with ``flavor``."""
@@ -170,7 +176,9 @@ class ComputeDriver(abc.ABC):
     def snapshot(self, uuid, *, image_name):
         """Save an image of the disk. A driver that can name images by id
         adds an ``image_id`` keyword: the id the conductor decided and the
-        API answered with."""
+        API answered with. A driver that adds a ``target`` keyword writes
+        the disk there (a stand-alone image file) and returns its format;
+        the agent uploads it to the image service and removes it."""
         self._unsupported('snapshot')
 
     def set_password(self, uuid, *, password):

@@ -57,6 +57,7 @@ LOG = logging.getLogger(__name__)
 STORE_SUBDIR = fake_store.STORE_SUBDIR
 FAULT_MODES = ('fail', 'fail_no_rollback', 'hang')
 DEFAULT_CAPACITY = driver.Capacity(vcpus=16, memory_mb=65536, disk_gb=1000)
+SNAPSHOT_SIZE = 64 * 1024      # bytes of a snapshot's generated disk
 _FLAVOR_KEYS = ('name', 'vcpus', 'memory_mb', 'disk_gb')
 
 _ANY = None
@@ -396,12 +397,20 @@ class FakeDriver(driver.ComputeDriver):
             target['domains'][uuid] = rec
             _touch(target, rec, 'migrate_out')
 
-    def snapshot(self, uuid, *, image_name, image_id=None):
+    def snapshot(self, uuid, *, image_name, image_id=None, target=None):
+        """Record the snapshot; with ``target`` (the agent uploads it to
+        the image service), also write there a small raw disk
+        (:func:`snapshot_content`) so that the image becomes active and
+        boots on any host. Returns the format written ('raw')."""
         def change(rec):
             rec['snapshots'].append(image_name)
             if image_id is not None:
                 rec.setdefault('snapshot_ids', {})[image_id] = image_name
         self._run('snapshot', uuid, change)
+        if target is not None:
+            with open(target, 'wb') as f:
+                f.write(snapshot_content(uuid, image_name))
+        return 'raw'
 
     def set_password(self, uuid, *, password):
         self._run('set_password', uuid)
@@ -478,6 +487,14 @@ class FakeDriver(driver.ComputeDriver):
             if self._stopping.wait(min(self.poll_interval, left)):
                 return VirtError('injected fault: %s hung until the host '
                                  'stopped' % where)
+
+
+def snapshot_content(uuid, image_name):
+    """The fake's disk image: 64 KiB of raw disk naming the domain and the
+    snapshot (no header any image format has)."""
+    text = 'tristate fake disk of %s: snapshot %s\n' % (uuid, image_name)
+    return text.encode('utf-8', 'backslashreplace')[:SNAPSHOT_SIZE].ljust(
+        SNAPSHOT_SIZE, b'\0')
 
 
 def _state(rec):

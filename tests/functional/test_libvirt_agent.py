@@ -40,6 +40,7 @@ except ImportError as err:
     pytest.skip(_REASON, allow_module_level=True)
 
 from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
+from compute_agent.virt.libvirt.disks import LocalImages  # noqa: E402
 from compute_agent.virt.libvirt import config  # noqa: E402
 from conductor import embedded  # noqa: E402
 from tests.functional import conftest as functional  # noqa: E402
@@ -86,7 +87,7 @@ def start_plane(conf, tmp_path):
 
     def start(virt_type='kvm'):
         drv = LibvirtDriver(uri='test://%s' % node, virt_type=virt_type,
-                            images_path=str(images),
+                            images=LocalImages(images),
                             instances_path=str(tmp_path / 'instances'),
                             event_debounce=0.05, shutdown_timeout=2)
         drv.init_host(HOST)
@@ -211,7 +212,7 @@ def test_smoke_on_a_real_hypervisor(conf, real_dir, ctx):
         'no real hypervisor to smoke-test (e.g. %s=qemu:///system)'
         % qemu_support.URI_ENV)
     images = qemu_support.blank_images(real_dir)
-    drv = LibvirtDriver(uri=uri, virt_type='qemu', images_path=images,
+    drv = LibvirtDriver(uri=uri, virt_type='qemu', images=LocalImages(images),
                         instances_path=os.path.join(real_dir, 'instances'),
                         event_debounce=0.2, shutdown_timeout=1)
     drv.init_host(HOST)
@@ -254,7 +255,7 @@ def test_a_real_guest_that_powers_itself_off_is_reason_guest(real_dir):
     # Debian's cloud kernel and a busybox initramfs that powers off at once
     kernel, initrd = qemu_support.busybox_guest(
         real_dir, '#!/bin/busybox sh\n/bin/busybox poweroff -f\n')
-    drv = LibvirtDriver(uri=uri, virt_type='qemu', images_path=real_dir,
+    drv = LibvirtDriver(uri=uri, virt_type='qemu', images=LocalImages(real_dir),
                         instances_path=os.path.join(real_dir, 'instances'),
                         event_debounce=0.2)
     drv.init_host(HOST)

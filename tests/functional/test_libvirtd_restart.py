@@ -38,6 +38,7 @@ from tests.functional import conftest as functional
 libvirt = pytest.importorskip('libvirt')
 
 from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
+from compute_agent.virt.libvirt.disks import LocalImages  # noqa: E402
 
 HOST = 'lvr'
 TIMEOUT = 30.0
@@ -187,7 +188,7 @@ def make_setup(libvirtd, conf):
         with open(os.path.join(work, 'images', 'blank'), 'wb') as f:
             f.truncate(1024 * 1024)
         drv = LibvirtDriver(uri=uri, virt_type='qemu',
-                            images_path=os.path.join(work, 'images'),
+                            images=LocalImages(os.path.join(work, 'images')),
                             instances_path=os.path.join(work, 'instances'),
                             event_debounce=0.05, shutdown_timeout=1,
                             reconnect_interval_min=0.1,

@@ -179,11 +179,29 @@ def test_qcow2_declared_raw_refused(tmp_path):
         _stream(path, 'raw')
 
 
-@pytest.mark.parametrize('fmt', ['vmdk', 'qed', 'vdi', 'vhdx', 'vpc'])
+@pytest.mark.parametrize('fmt', ['vmdk', 'qed', 'vdi', 'vhdx', 'vpc',
+                                 'parallels'])
 def test_another_format_declared_raw_refused(tmp_path, fmt):
     path = tmp_path / ('disk.' + fmt)
     _qemu_img('-f', fmt, str(path), '64M')
     assert 'found %s content, expected raw' % fmt in _refused(path, 'raw')
+
+
+def test_a_vmdk_descriptor_declared_raw_refused(tmp_path):
+    """The classic hole: a text descriptor naming a host file as its
+    extent, which a probing QEMU would read."""
+    path = tmp_path / 'disk.vmdk'
+    _qemu_img('-f', 'vmdk', '-o', 'subformat=monolithicFlat', str(path),
+              '1M')
+    assert 'found vmdk descriptor content' in _refused(path, 'raw')
+    path.write_bytes(b'# Disk DescriptorFile\r\n\r\nversion=1\r\n'
+                     b'RW 2048 FLAT "/etc/shadow" 0\r\n')
+    assert 'found vmdk descriptor content' in _refused(path, 'raw')
+
+
+def test_text_that_is_no_descriptor_is_raw(tmp_path):
+    path = _raw(tmp_path / 'disk', b'# a comment\n\nversion=10\n')
+    assert formats.check_file(str(path), 'raw').disk_format == 'raw'
 
 
 @pytest.mark.parametrize('disk_format', ['vmdk', 'iso', 'ami', '', None])

@@ -2,6 +2,7 @@
 sizes and hashes checked while streaming, nothing left behind on failure."""
 
 import hashlib
+import io
 import os
 
 from oslo_config import cfg
@@ -186,3 +187,10 @@ def test_the_operator_can_select_each_documented_store():
             'swift_store_container'} <= names
     datadir = next(o for o in opts if o.dest == 'filesystem_store_datadir')
     assert datadir.default == '$state_dir/image-store'
+
+
+def test_add_reads_a_file_object_in_chunks(store):
+    data = b'line\n' * 3000
+    loc, size, _md5, _sha = store.add('img-1', io.BytesIO(data))
+    assert size == len(data)
+    assert b''.join(store.get(loc)[0]) == data

@@ -11,8 +11,12 @@ files (:class:`.disks.InstanceFiles`) before it changes anything:
   confirm (dropped) or revert (redefined). The disk grows, never shrinks.
 * rebuild: a new disk from the new image replaces the old one; power as
   before.
-* snapshot: a running domain is saved (managed save), its disk written to
-  ``images_path`` as a new image, and the domain restored.
+* snapshot: a running domain is saved (managed save), its disk written
+  flattened to a qcow2 file the agent names (and uploads), and the domain
+  restored.
+
+Rescue and rebuild build their disk as :meth:`spawn` does: a qcow2 overlay
+on the cached image (``image``, passed by the agent).
 
 A failure before anything changed raises a rolled-back VirtError; after,
 the old definition is put back (rolled back) or, if even that fails, the
@@ -81,10 +85,10 @@ class DetourOps:
 
     # --- rescue -----------------------------------------------------------------
 
-    def rescue(self, uuid, *, image_ref):
+    def rescue(self, uuid, *, image_ref, image=None):
         self._cleanup_before_allocation()
-        image = disks.find_image(self.images_path, image_ref)
-        self._op('rescue', uuid, lambda dom: self._rescue(dom, image))
+        with self._image(image_ref, image) as base:
+            self._op('rescue', uuid, lambda dom: self._rescue(dom, base))
 
     def _rescue(self, dom, image):
         files = self._files(dom.UUIDString())
@@ -132,11 +136,11 @@ class DetourOps:
 
     # --- rebuild ----------------------------------------------------------------
 
-    def rebuild(self, uuid, *, image_ref):
+    def rebuild(self, uuid, *, image_ref, image=None):
         self._cleanup_before_allocation()
-        image = disks.find_image(self.images_path, image_ref)
-        self._op('rebuild', uuid,
-                 lambda dom: self._rebuild(dom, image_ref, image))
+        with self._image(image_ref, image) as base:
+            self._op('rebuild', uuid,
+                     lambda dom: self._rebuild(dom, image_ref, base))
 
     def _rebuild(self, dom, image_ref, image):
         files = self._files(dom.UUIDString())
@@ -221,9 +225,14 @@ class DetourOps:
 
     # --- snapshot and password ----------------------------------------------------
 
-    def snapshot(self, uuid, *, image_name):
-        target = disks.new_image_path(self.images_path, image_name)
+    def snapshot(self, uuid, *, image_name, image_id=None, target=None):
+        """Write the disk, flattened, as a qcow2 file ``target`` (the
+        agent uploads it as image ``image_id``); returns its format."""
+        if target is None:
+            raise NotSupported('snapshot without an image service to upload '
+                               'to (the task named none)', self.name)
         self._op('snapshot', uuid, lambda dom: self._snapshot(dom, target))
+        return 'qcow2'
 
     def _snapshot(self, dom, target):
         files = self._files(dom.UUIDString())

@@ -23,6 +23,7 @@ shuts down is reported with reason ``host``. QEMU's SHUTDOWN event detail
 (guest or host asked) is used too, when libvirt gives it.
 """
 
+import contextlib
 import logging
 import os
 import shutil
@@ -102,9 +103,12 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
     thread use it at once."""
 
     name = 'libvirt'
+    # The agent fetches each task's image into its cache and passes it
+    # (``image=``): disks are overlays on cached files.
+    needs_image_files = True
 
     def __init__(self, *, uri='qemu:///system', virt_type='kvm',
-                 images_path, instances_path, event_debounce=None,
+                 instances_path, images=None, event_debounce=None,
                  shutdown_timeout=60, reconnect_interval_min=0.5,
                  reconnect_interval_max=30.0, reconnect_timeout=60.0,
                  test_node_per_host=True, cpu_mode='host-model',
@@ -118,7 +122,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         self.uri = uri
         self.virt_type = virt_type
         self.cpu_mode = cpu_mode
-        self.images_path = images_path
+        self.images = images
         self.instances_path = instances_path
         self.event_debounce = (DEBOUNCE.get(virt_type, DEBOUNCE['xen'])
                                if event_debounce is None else event_debounce)
@@ -144,7 +148,6 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         """Build from ``[libvirt]`` and ``[compute] shutdown_timeout``."""
         group = conf.libvirt
         return cls(uri=group.connection_uri, virt_type=group.virt_type,
-                   images_path=group.images_path,
                    instances_path=group.instances_path,
                    event_debounce=group.event_debounce,
                    shutdown_timeout=conf.compute.shutdown_timeout,
@@ -312,6 +315,23 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
     def _files(self, uuid):
         return disks.InstanceFiles(self.instances_path, uuid)
 
+    def _image(self, image_ref, image):
+        """A context holding the image to build on: ``image`` when the
+        agent passed one, else the driver's ``images`` source's."""
+        if image is not None:
+            return contextlib.nullcontext(image)
+        if self.images is None:
+            raise VirtError('no image file for %r: the libvirt driver builds '
+                            'disks on images the agent fetched into its '
+                            'cache, and the task named no image service'
+                            % (image_ref,))
+        return self.images.use(image_ref)
+
+    def image_bases_in_use(self):
+        """Paths of the images this host's disks are built on: the image
+        cache never removes those."""
+        return disks.backing_files(self.instances_path)
+
     def _destroy_active(self, dom):
         """Power off at once; a domain already off is fine."""
         try:
@@ -369,13 +389,16 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
 
     # --- lifecycle --------------------------------------------------------------
 
-    def spawn(self, uuid, *, name, flavor, image_ref):
+    def spawn(self, uuid, *, name, flavor, image_ref, image=None):
+        """``image``: the cached image (:class:`~compute_agent.imagecache.
+        CachedImage`) the agent fetched for ``image_ref``; without it, the
+        driver's own ``images`` source is asked (tests)."""
         self._cleanup_before_allocation()
-        image = disks.find_image(self.images_path, image_ref)
         try:
-            with self._book.busy(uuid):
+            with self._image(image_ref, image) as base, \
+                    self._book.busy(uuid):
                 self.connection.run(lambda conn: self._spawn(
-                    conn, uuid, name, flavor, image_ref, image), retry=False)
+                    conn, uuid, name, flavor, image_ref, base), retry=False)
         except libvirt.libvirtError as err:
             raise VirtError('spawn of domain %s on host %s failed: %s'
                             % (uuid, self.host, err)) from None

@@ -40,6 +40,7 @@ from tests.functional import qemu_support
 libvirt = pytest.importorskip('libvirt')
 
 from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
+from compute_agent.virt.libvirt.disks import LocalImages  # noqa: E402
 from conductor import embedded  # noqa: E402
 
 HOST = 'qemu1'
@@ -103,7 +104,7 @@ def test_a_guest_reboot_keeps_it_active_its_power_off_stops_it(
         real_dir, INIT, modules=('fs/pstore/ramoops.ko',
                                  'lib/reed_solomon/reed_solomon.ko'))
     images = qemu_support.blank_images(real_dir)
-    drv = LibvirtDriver(uri=uri, virt_type='qemu', images_path=images,
+    drv = LibvirtDriver(uri=uri, virt_type='qemu', images=LocalImages(images),
                         instances_path=os.path.join(real_dir, 'instances'),
                         event_debounce=conf.libvirt.event_debounce,
                         shutdown_timeout=1)

@@ -40,6 +40,7 @@ libvirt = pytest.importorskip('libvirt')
 
 from bench import qemu_guest  # noqa: E402
 from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
+from compute_agent.virt.libvirt.disks import LocalImages  # noqa: E402
 from conductor import embedded  # noqa: E402
 
 URI_ENV = 'TRISTATE_TEST_LIBVIRT_URI'
@@ -92,7 +93,7 @@ def _driver(conf, real_dir):
     with open(os.path.join(images, 'blank'), 'wb') as f:
         f.truncate(1024 * 1024)
     drv = LibvirtDriver(uri=os.environ[URI_ENV], virt_type='qemu',
-                        images_path=images,
+                        images=LocalImages(images),
                         instances_path=os.path.join(real_dir, 'instances'),
                         event_debounce=conf.libvirt.event_debounce,
                         shutdown_timeout=1)

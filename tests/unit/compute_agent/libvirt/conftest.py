@@ -72,6 +72,7 @@ def images(tmp_path):
 @pytest.fixture
 def make_driver(tmp_path, images, make_node):
     from compute_agent.virt.libvirt import LibvirtDriver
+    from compute_agent.virt.libvirt.disks import LocalImages
     made = []
 
     def make(*, uri=None, host='h1', **options):
@@ -80,7 +81,7 @@ def make_driver(tmp_path, images, make_node):
         options.setdefault('reconnect_interval_min', 0.01)
         options.setdefault('reconnect_interval_max', 0.05)
         options.setdefault('reconnect_timeout', 2)
-        drv = LibvirtDriver(uri=uri or make_node(), images_path=str(images),
+        drv = LibvirtDriver(uri=uri or make_node(), images=LocalImages(images),
                             instances_path=str(tmp_path / 'instances'),
                             **options)
         drv.init_host(host)

@@ -1,6 +1,9 @@
 """Every operation of the libvirt driver, on libvirt's test driver."""
 
+import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -42,8 +45,22 @@ def dom_of(drv, uuid):
 
 
 def head(path, size=6):
-    with open(path, 'rb') as f:
-        return f.read(size)
+    """The first bytes a guest reads from disk ``path`` (through its
+    backing chain: qemu-img converts it to raw)."""
+    raw = str(path) + '.raw-view'
+    subprocess.run(['qemu-img', 'convert', '-O', 'raw', str(path), raw],
+                   check=True)
+    try:
+        with open(raw, 'rb') as f:
+            return f.read(size)
+    finally:
+        os.unlink(raw)
+
+
+def qemu_info(path):
+    return json.loads(subprocess.run(
+        ['qemu-img', 'info', '--output=json', str(path)], check=True,
+        capture_output=True, text=True).stdout)
 
 
 def xml_of(drv, uuid):
@@ -52,14 +69,18 @@ def xml_of(drv, uuid):
 
 # --- spawn, destroy, queries -------------------------------------------------------
 
-def test_spawn_defines_and_starts_from_image_and_flavor(drv, uuid, tmp_path):
+def test_spawn_defines_and_starts_from_image_and_flavor(drv, uuid, tmp_path,
+                                                        images):
     assert state(drv, uuid) == RUNNING
     name, flavor, image = config.instance_of(xml_of(drv, uuid))
     assert (name, flavor, image) == ('vm', TINY, 'cirros')
     disk = tmp_path / 'instances' / uuid / 'disk'
-    assert config.disks_of(xml_of(drv, uuid)) == [(str(disk), 'raw')]
+    assert config.disks_of(xml_of(drv, uuid)) == [(str(disk), 'qcow2')]
     assert head(disk) == b'cirros'
-    assert os.path.getsize(disk) == TINY.disk_gb * 1024 ** 3   # grown, sparse
+    info = qemu_info(disk)      # an overlay on the image, the flavor's size
+    assert info['backing-filename'] == str(images / 'cirros')
+    assert info['virtual-size'] == TINY.disk_gb * 1024 ** 3
+    assert drv.image_bases_in_use() == {str(images / 'cirros')}
     assert dom_of(drv, uuid).name() == 'tristate-%s' % uuid
 
 
@@ -238,6 +259,7 @@ def test_rebuild_replaces_the_disk_and_keeps_power(drv, uuid, images,
     assert config.instance_of(xml_of(drv, uuid))[2] == 'debian'
     disk = tmp_path / 'instances' / uuid / 'disk'
     assert head(disk) == b'debian'
+    assert qemu_info(disk)['backing-filename'] == str(images / 'debian')
     drv.power_off(uuid)
     drv.rebuild(uuid, image_ref='cirros')
     assert state(drv, uuid)[0] == power.SHUTDOWN
@@ -269,19 +291,28 @@ def test_resize_then_confirm_keeps_the_new_flavor(drv, uuid):
         drv.confirm_resize(uuid)
 
 
-def test_snapshot_writes_an_image_and_keeps_the_domain_running(drv, uuid,
-                                                                images):
-    drv.snapshot(uuid, image_name='snap')
-    assert head(images / 'snap') == b'cirros'
+def test_snapshot_writes_a_flat_qcow2_and_keeps_the_domain_running(
+        drv, uuid, images, tmp_path):
+    target = tmp_path / 'snap.qcow2'
+    assert drv.snapshot(uuid, image_name='snap', target=str(target)) == 'qcow2'
+    info = qemu_info(target)
+    assert (info['format'], 'backing-filename' in info) == ('qcow2', False)
+    assert head(target) == b'cirros'
     assert state(drv, uuid) == RUNNING
-    with pytest.raises(virt.VirtError, match='already exists'):
-        drv.snapshot(uuid, image_name='snap')
     drv.pause(uuid)
-    drv.snapshot(uuid, image_name='snap2')
+    drv.snapshot(uuid, image_name='snap2', target=str(tmp_path / 'snap2'))
     assert state(drv, uuid) == (power.PAUSED, None)      # paused as before
+    shutil.copy(target, images / 'snap')     # as if uploaded and fetched
     new = new_uuid()
     drv.spawn(new, name='copy', flavor=TINY, image_ref='snap')
     assert state(drv, new) == RUNNING
+    assert head(tmp_path / 'instances' / new / 'disk') == b'cirros'
+
+
+def test_snapshot_without_a_target_is_not_supported(drv, uuid):
+    with pytest.raises(virt.NotSupported, match='image service'):
+        drv.snapshot(uuid, image_name='snap')
+    assert state(drv, uuid) == RUNNING
 
 
 def test_set_password_needs_a_running_domain(drv, uuid):
