@@ -45,8 +45,9 @@ opts = [
                     'hosts (e.g. http://controller:8774/image). Read by the '
                     'conductor, which passes it to agents with each task '
                     'that needs an image. tristate-all sets it to its own '
-                    'API. Ignored when api_endpoint is set. Default: '
-                    'unset.'),
+                    'API. Ignored when api_endpoint is set. Default (unset): '
+                    'agents are given no image service, and a driver that '
+                    'builds from image files fails such tasks saying so.'),
     cfg.IntOpt('grant_ttl', default=3600, min=60,
                help='Seconds a grant lasts: the capability a conductor '
                     'gives an agent with a task to read one image (a build, '
