@@ -13,8 +13,18 @@ from common.images import store as store_mod
 
 IMAGE = '0c1e6f57-3d0a-4c6b-9a5e-5a9d1b8e2c10'
 IMAGE_NAME = 'cirros'
+# Every test plane's public images, by name: IMAGE and two more for tests
+# that rebuild or rescue from another image.
+IMAGES = {IMAGE_NAME: IMAGE,
+          'debian-12': '7d3b2a90-1f4e-4e5c-8b6d-2c4f9e0a1b23',
+          'rescue-img': 'a41c9e07-6b2d-4f8a-9c3e-0d5b7e1f2a34'}
 # One MiB of a recognisable raw disk: content is stored and hashed for real.
 DATA = b'TRISTATE-TEST-IMAGE\n'.ljust(1024 * 1024, b'\0')
+
+
+def register_all(conf, statedb):
+    for name, image_id in IMAGES.items():
+        register_image(conf, statedb, image_id=image_id, name=name)
 
 
 def register_image(conf, statedb, *, image_id=IMAGE, name=IMAGE_NAME,

@@ -110,7 +110,7 @@ class Planes:
                                   statedb=statedb, periodic_jobs=False)
         self.started.append(plane)
         plane.start()
-        images_support.register_image(self.conf, statedb)
+        images_support.register_all(self.conf, statedb)
         for name in plane.host_names:
             wait_heartbeat(plane, name)
         return plane
