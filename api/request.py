@@ -7,6 +7,7 @@ import dataclasses
 import flask
 
 from api import auth
+from api import bootimage
 from api import jsonbody
 from api import schemas
 from api import views
@@ -74,6 +75,14 @@ def get_server(uuid, rule='tristate:servers:show'):
         raise exception.InstanceNotFound(instance=uuid)
     authorize(rule, {'project_id': inst['project_id']})
     return inst
+
+
+def boot_image(image_ref, flavor_name=None):
+    """The image the caller may boot (with ``flavor_name``), checked
+    before anything is claimed: 400 otherwise (:mod:`api.bootimage`)."""
+    found = services()
+    return bootimage.check(found.conf, found.client.statedb, context(),
+                           image_ref, flavor_name)
 
 
 def hosts_up():

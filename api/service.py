@@ -32,8 +32,8 @@ def serve(conf, client, *, host=None, port=None):
 
 def _unset(conf, name, group):
     """Whether no config file (nor code) chose ``[group] name``."""
-    location = conf.get_location(name, group).location
-    return location is cfg.Locations.opt_default
+    found = conf.get_location(name, group)
+    return found is None or found.location is cfg.Locations.opt_default
 
 
 def serve_embedded(conf, plane, *, port):
@@ -41,7 +41,9 @@ def serve_embedded(conf, plane, *, port):
     is ``[api] auth_strategy`` when a config file sets it (keystone then
     checks every token, as ``tristate-api`` does); otherwise noauth, with an
     admin as the user of requests that send no token (unless the config
-    files chose another ``noauth_default_user``)."""
+    files chose another ``noauth_default_user``). Unless the config files
+    set ``[image] service_url`` (or ``api_endpoint``), the plane's agents
+    are told to fetch images from this API's ``/image``."""
     if _unset(conf, 'auth_strategy', 'api'):
         conf.set_override('auth_strategy', 'noauth', group='api')
     if (conf.api.auth_strategy == 'noauth'
@@ -49,4 +51,8 @@ def serve_embedded(conf, plane, *, port):
         conf.set_override('noauth_default_user', 'admin', group='api')
     LOG.info('Embedded API authentication: %s', conf.api.auth_strategy)
     client = make_client(conf, plane.bus, plane.statedb)
-    return serve(conf, client, host='127.0.0.1', port=port)
+    server = serve(conf, client, host='127.0.0.1', port=port)
+    if _unset(conf, 'service_url', 'image') and not conf.image.api_endpoint:
+        # the plane's agents fetch images from this API's image service
+        conf.set_override('service_url', server.url + '/image', group='image')
+    return server

@@ -9,7 +9,6 @@ request that fails validation changes nothing.
 import contextlib
 import datetime
 import logging
-import uuid as uuidlib
 
 from common import actions
 from common import exception
@@ -17,6 +16,7 @@ from common import flavors
 from common import states
 from conductor import delivery
 from conductor import gateway as gw
+from conductor import images
 
 LOG = logging.getLogger(__name__)
 TABLE = actions.TABLE
@@ -27,8 +27,9 @@ PARAMS = {
     'rescue': {'image_ref': (str, False), 'password': (str, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
-    'snapshot': {'image_name': (str, True)},
-    'backup': {'image_name': (str, True), 'rotation': (int, False)},
+    'snapshot': {'image_name': (str, True), 'image_id': (str, False)},
+    'backup': {'image_name': (str, True), 'rotation': (int, False),
+               'backup_type': (str, False), 'image_id': (str, False)},
     'set_password': {'password': (str, True)},
 }
 
@@ -89,6 +90,7 @@ class Flows:
         self.conf = conf
         self.delivery = delivery.Delivery(compute=compute, gateway=gateway,
                                           conf=conf)
+        self.images = images.ImageAccess(conf, self.db)
 
     # --- create and build -----------------------------------------------------
 
@@ -176,10 +178,17 @@ class Flows:
         prepared = self._prepare(inst, action, params)
         self._check_host_up(inst, action)
         TABLE.refuse_if_denied(inst, action)
-        inst, task_ctx = self.gateway.claim(ctx, instance_uuid, action,
-                                            message=_claim_message(prepared),
-                                            flavor=prepared.get('flavor'),
-                                            owner_checked=True)
+        if action in images.WRITES:
+            prepared['image_id'] = self.images.prepare_snapshot(
+                ctx, inst, action, prepared)
+        try:
+            inst, task_ctx = self.gateway.claim(
+                ctx, instance_uuid, action, message=_claim_message(prepared),
+                flavor=prepared.get('flavor'), owner_checked=True)
+        except Exception:
+            if action in images.WRITES and not params.get('image_id'):
+                self.images.forget_snapshot(prepared['image_id'])
+            raise
         with self._unsent_fails(task_ctx, inst, action):
             if inst['task_state'] == states.task.BUILDING:
                 # rebuild of a buried instance: the build runs again
@@ -203,10 +212,6 @@ class Flows:
             prepared['flavor'] = new.to_dict()
         if action in ('rebuild', 'rescue'):
             prepared.setdefault('image_ref', inst['image_ref'])
-        if action in ('snapshot', 'backup'):
-            # Decided here, before the agent runs: the API answers with it
-            # at once, and the action log records it (docs/operator-guide.md).
-            prepared['image_id'] = str(uuidlib.uuid4())
         if action == 'live_migrate' and params.get('host') == inst['host']:
             raise exception.Invalid(reason='instance %s is already on host %s'
                                     % (inst['uuid'], inst['host']))
@@ -249,7 +254,9 @@ class Flows:
             exclude=[inst['host']])
 
     def send(self, task_ctx, host, inst, action, params):
-        self.delivery.send(task_ctx, host, gw.payload(inst), action, params)
+        payload = gw.payload(inst)
+        params = self.images.task_params(host, payload, action, params)
+        self.delivery.send(task_ctx, host, payload, action, params)
 
     def update_policies(self, ctx, instance_uuid, policies):
         validate_policies(policies)

@@ -18,26 +18,31 @@ Without either URL nothing is added, and a driver that needs image files
 fails the task saying so (the fake driver needs none).
 
 Snapshots and backups: with Tristate's own service the conductor creates the
-queued image in the task's preparation (so its id is in the answer at once)
-and, when the task fails, marks every queued or saving snapshot of that
-instance ``killed`` (only one task runs per instance, so those are the
-failed task's). A successful backup rotates: the instance's backups of that
-type beyond ``rotation`` are deleted, oldest first.
+queued image in the task's preparation (so its id is in the answer at once),
+owned by the instance's project, and, when the task fails, marks every
+queued or saving snapshot of that instance ``killed`` (only one task runs
+per instance, so those are the failed task's). A backup's write grant
+carries its ``rotation``: the image API, which holds the store, deletes the
+instance's older backups of that type once the new one is active.
 """
 
 import logging
 import time
 
+from common import context
 from common import exception
+from common.db import images as images_db
 from common.images import grants
 
 LOG = logging.getLogger(__name__)
 
 READS = ('build', 'rebuild', 'rescue')
 WRITES = ('snapshot', 'backup')
+GRANT_KEY = 'image-grants'
 
 
-def _own_service(conf):
+def own_service(conf):
+    """Whether images are Tristate's own (not an existing Glance's)."""
     return not conf.image.api_endpoint
 
 
@@ -52,26 +57,28 @@ class ImageAccess:
 
     def key(self):
         if self._key is None:
-            self._key = self.db.image_service_key('image-grants')
+            self._key = images_db.service_key(self.db, GRANT_KEY)
         return self._key
 
     def task_params(self, host, payload, action, params):
         """``params`` with ``image`` added when the task needs one."""
+        rotation = None
         if action in READS:
             image_id = params.get('image_ref') or payload.get('image_ref')
             op = 'read'
         elif action in WRITES:
             image_id, op = params.get('image_id'), 'write'
+            rotation = params.get('rotation') if action == 'backup' else None
         else:
             return params
         url = self.url()
         if not image_id or not url:
             return params
         grant = None
-        if _own_service(self.conf):
+        if own_service(self.conf):
             grant = grants.issue(self.key(), image_id=image_id, host=host,
                                  op=op, ttl=self.conf.image.grant_ttl,
-                                 now=time.time())
+                                 now=time.time(), rotation=rotation)
         return dict(params, image={'url': url, 'grant': grant})
 
     # --- snapshots and backups ---------------------------------------------
@@ -82,41 +89,39 @@ class ImageAccess:
         passes its id; with Tristate's own service the conductor does."""
         if params.get('image_id'):
             return params['image_id']
-        if not _own_service(self.conf):
+        if not own_service(self.conf):
             raise exception.Invalid(
                 reason='image_id is required: images are served by the '
                        'Glance at [image] api_endpoint, where the API tier '
                        'creates the snapshot\'s image')
-        properties = {'image_type': 'snapshot' if action == 'snapshot'
-                      else 'backup',
-                      'instance_uuid': inst['uuid'],
+        properties = {'image_type': action, 'instance_uuid': inst['uuid'],
                       'base_image_ref': inst['image_ref'] or '',
                       'user_id': ctx.user_id or ''}
         if action == 'backup':
             properties['backup_type'] = params.get('backup_type') or 'daily'
-        image = self.db.create_snapshot_image(
-            owner=inst['project_id'], name=params['image_name'],
-            min_disk=inst['disk_gb'], properties=properties)
+        image = images_db.create(self.db, context.get_admin_context(), {
+            'name': params['image_name'], 'owner': inst['project_id'],
+            'visibility': 'private', 'disk_format': 'qcow2',
+            'container_format': 'bare', 'min_disk': inst['disk_gb'],
+            'min_ram': 0, 'properties': properties})
         return image['id']
 
     def forget_snapshot(self, image_id):
         """A snapshot whose task was never claimed: its image goes."""
-        if _own_service(self.conf):
-            self.db.kill_snapshot_images(image_ids=[image_id])
+        if own_service(self.conf):
+            images_db.kill(self.db, image_id)
 
     def snapshot_failed(self, instance_uuid):
-        if _own_service(self.conf):
-            killed = self.db.kill_snapshot_images(instance_uuid=instance_uuid)
-            if killed:
-                LOG.info('Snapshot images %s of instance %s killed: their '
-                         'task failed', ', '.join(killed), instance_uuid)
-
-    def backup_done(self, instance_uuid, backup_type, rotation):
-        if not _own_service(self.conf) or rotation is None:
+        """The failed task's image: ``killed`` (queued or saving ones of
+        this instance: only one task runs per instance)."""
+        if not own_service(self.conf):
             return
-        deleted = self.db.rotate_backups(instance_uuid, backup_type,
-                                         int(rotation))
-        if deleted:
-            LOG.info('Backup rotation of instance %s (%s, keep %d): deleted '
-                     'images %s', instance_uuid, backup_type, rotation,
-                     ', '.join(deleted))
+        pending = images_db.list_images(
+            self.db, context.get_admin_context(), limit=images_db.MAX_LIMIT,
+            filters={'status': 'in:queued,saving',
+                     'properties': {'instance_uuid': instance_uuid}})
+        killed = [image['id'] for image in pending
+                  if images_db.kill(self.db, image['id'])]
+        if killed:
+            LOG.info('Snapshot images %s of instance %s killed: their task '
+                     'failed', ', '.join(killed), instance_uuid)

@@ -15,6 +15,7 @@ from common import reconcile as rtable
 from common import states
 from common.db import services
 from conductor import gateway as gw
+from conductor import images
 
 LOG = logging.getLogger(__name__)
 
@@ -152,6 +153,7 @@ class Results:
         self.db = gateway.db
         self.conf = conf
         self.reconciler = reconciler
+        self.images = images.ImageAccess(conf, self.db)
 
     # --- task results ----------------------------------------------------------
 
@@ -209,6 +211,8 @@ class Results:
             rolled_back=rolled_back, power=power,
             settle=settle_on_failure(action, inst['vm_state'],
                                      rolled_back=rolled_back, power=power))
+        if action in images.WRITES:
+            self.images.snapshot_failed(instance_uuid)
         now = self.db.get_instance(instance_uuid)
         # A failed reconcile task (power_on, power_off) on a domain that did
         # not change would be decided and fail again at once, forever: the

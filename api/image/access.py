@@ -86,8 +86,13 @@ def user():
 
 
 def _check_grant(image_id, op):
-    grants.verify(services().grant_key, grant_token(), image_id=image_id,
-                  op=op)
+    flask.g.image_grant = grants.verify(services().grant_key, grant_token(),
+                                        image_id=image_id, op=op)
+
+
+def grant_claims():
+    """The claims of the grant this request was allowed by, or None."""
+    return flask.g.get('image_grant')
 
 
 def image(image_id, op='read'):

@@ -26,6 +26,7 @@ from werkzeug import exceptions as http_exceptions
 
 from api import middleware
 from api.image import access
+from api.image import rotation
 from common import exception
 from common.db import images as images_db
 from common.images import formats
@@ -146,6 +147,10 @@ def upload(image_id):
                      'taken over', image_id)
         raise
     LOG.info('Image %s uploaded: %d bytes', image_id, result['size'])
+    claims = access.grant_claims()
+    if claims is not None and claims.rotation is not None:
+        rotation.rotate(access.statedb(), access.services().store, result,
+                        claims.rotation)
     return flask.Response(status=204)
 
 

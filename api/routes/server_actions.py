@@ -51,6 +51,12 @@ def action(server_id):
         # What the row just read already denies is refused here, with the
         # conductor's own answer; the conductor's claim decides the rest.
         TABLE.refuse_if_denied(inst, name)
+        if params.get('image_ref'):
+            # a rebuild boots it in the instance's flavor; a rescue boots
+            # it beside the instance's disk
+            request.boot_image(params['image_ref'],
+                               inst['flavor_name'] if name == 'rebuild'
+                               else None)
         if name == 'rescue':
             params = _rescue_password(client, params)
         after = client.run_action(ctx, server_id, name, params)

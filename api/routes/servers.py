@@ -289,10 +289,12 @@ def create():
                 for name, key in views.POLICY_KEYS.items()
                 if key in body.get('metadata', {})}
     reservation = schemas.reservation_hint(whole)
+    flavor, image_ref = actions.ref(body['flavorRef']), actions.ref(
+        body['imageRef'])
+    request.boot_image(image_ref, flavor)
     inst = request.services().client.create_instance(
-        request.context(), name=body['name'],
-        flavor=actions.ref(body['flavorRef']),
-        image_ref=actions.ref(body['imageRef']), policies=policies,
+        request.context(), name=body['name'], flavor=flavor,
+        image_ref=image_ref, policies=policies,
         **({'reservation_id': reservation} if reservation else {}))
     # The scheduler has just placed it on a host that sends heartbeats:
     # no need to ask the conductor whether that host is up.

@@ -9,7 +9,8 @@ image DB module); nothing about a grant is stored.
 
 A token is ``g1.<payload>.<signature>``: ``payload`` the unpadded base64url
 of the JSON ``{"i": image id, "h": host, "o": op, "e": expiry}`` (expiry in
-whole seconds since the epoch), ``signature`` the unpadded base64url of the
+whole seconds since the epoch; a backup's write grant adds ``"r"``, its
+rotation), ``signature`` the unpadded base64url of the
 HMAC-SHA256, under the key, of ``g1.<payload>``. A grant is checked when a
 transfer starts; one under way is not cut when it expires.
 
@@ -48,6 +49,9 @@ class Claims:
     host: str
     op: str
     expires: int
+    # A backup's write grant: how many backups of its type the instance
+    # keeps once this one is active (the image API deletes the older ones).
+    rotation: int | None = None
 
 
 def _b64encode(data):
@@ -68,17 +72,24 @@ def _check_key(key):
         raise TypeError('a grant key is non-empty bytes')
 
 
-def issue(key, *, image_id, host, op, ttl, now=None):
+def issue(key, *, image_id, host, op, ttl, now=None, rotation=None):
     """A token granting ``op`` ('read' or 'write') on ``image_id`` to the
-    agent of ``host`` for ``ttl`` seconds from ``now``."""
+    agent of ``host`` for ``ttl`` seconds from ``now``; ``rotation``, a
+    backup's (write grants only)."""
     _check_key(key)
     if op not in OPS:
         raise ValueError('grant op %r: expected one of %s' % (op, OPS))
     if not isinstance(ttl, int) or ttl <= 0:
         raise ValueError('grant ttl %r: expected a positive int' % (ttl,))
+    if rotation is not None and (op != 'write' or type(rotation) is not int
+                                 or rotation < 0):
+        raise ValueError('grant rotation %r: expected a whole number >= 0 '
+                         'on a write grant' % (rotation,))
     now = time.time() if now is None else now
     claims = {'i': str(image_id), 'h': str(host), 'o': op,
               'e': int(now) + ttl}
+    if rotation is not None:
+        claims['r'] = rotation
     payload = _b64encode(json.dumps(claims, separators=(',', ':'),
                                     sort_keys=True).encode('utf-8'))
     signed = '%s.%s' % (VERSION, payload)
@@ -113,8 +124,12 @@ def _decode_claims(payload):
             or not all(isinstance(data.get(k), str) for k in 'iho')
             or type(data.get('e')) is not int):
         raise Refused(reason='payload without i, h, o and e')
+    rotation = data.get('r')
+    if rotation is not None and (type(rotation) is not int or rotation < 0):
+        raise Refused(reason='payload with a rotation that is not a whole '
+                             'number >= 0')
     return Claims(image_id=data['i'], host=data['h'], op=data['o'],
-                  expires=data['e'])
+                  expires=data['e'], rotation=rotation)
 
 
 def verify(key, token, *, image_id, op, now=None):

@@ -7,16 +7,16 @@ One conductor and N compute agents (``host1``..``hostN``) on the fake
 hypervisor, SQLite under ``--state-dir`` (default ~/.tristate) and an
 in-process bus (``inproc://``, :mod:`common.inproc`). ``tristate-fakevirt --state-dir
 DIR ...`` acts on the same fake hosts from another shell. With ``--demo`` it
-walks a few instances through the action table, prints what happened and
-exits; without, it serves the REST API on 127.0.0.1:PORT (default 8774)
-and runs until Ctrl-C. Its authentication is noauth, admin by default
+uploads an image through the image API, walks a few instances built from it
+through the action table, prints what happened and exits; without, it
+serves the REST API on 127.0.0.1:PORT (default 8774; the image API under
+``/image``) and runs until Ctrl-C. Its authentication is noauth, admin by default
 (``tristate server list`` works from another shell), unless a config file
 sets ``[api] auth_strategy`` (``keystone``: every token is checked by
 keystonemiddleware, as in ``tristate-api``).
 """
 
 import logging
-import os
 import sys
 import time
 
@@ -72,17 +72,36 @@ def _act(client, ctx, inst, action, **params):
     return after
 
 
-def run_demo(plane):
+def _upload_demo_image(api_url):
+    """An image made through the image API (Glance v2), as a client makes
+    one: created queued, its data streamed, active once hashed."""
+    from common.images import client as image_client
+    glance = image_client.GlanceClient(api_url + '/image')
+    print('Uploading an image through the image API (%s/image):' % api_url)
+    started = time.monotonic()
+    image = glance.create(name='demo-disk', disk_format='raw',
+                          container_format='bare', visibility='public')
+    data = DEMO_IMAGE_DATA.ljust(DEMO_IMAGE_SIZE, b'\0')
+    glance.upload(image['id'], iter([data]), size=len(data))
+    image = glance.show(image['id'])
+    print('  %s %s %s, %d bytes, sha512 %s... (%.0f ms)' % (
+        image['id'], image['name'], image['status'], image['size'],
+        image['os_hash_value'][:16], (time.monotonic() - started) * 1e3))
+    return image['id']
+
+
+def run_demo(plane, api_url):
     client = plane.client
     ctx = tcontext.RequestContext(user_id='demo', project_id='demo')
     _wait_for_hosts(plane)
-    print('Building three instances on %d hosts (%s driver):' % (
+    image_id = _upload_demo_image(api_url)
+    print('Building three instances from it on %d hosts (%s driver):' % (
         len(plane.host_names), plane.conf.compute.driver))
     insts = []
     for name, flavor in (('web1', 'small'), ('web2', 'small'), ('db1', 'medium')):
         started = time.monotonic()
         inst = client.create_instance(ctx, name=name, flavor=flavor,
-                                      image_ref='debian-12')
+                                      image_ref=image_id)
         inst = _wait_idle(client, ctx, inst['uuid'])
         _show(inst, 'build (%.0f ms)' % ((time.monotonic() - started) * 1e3))
         insts.append(inst)
@@ -160,7 +179,9 @@ def _wait_for_hosts(plane, timeout=10.0):
         time.sleep(0.02)
 
 
-DEMO_IMAGES = ('debian-12',)
+# The demo's image: a small raw disk (the fake driver boots nothing).
+DEMO_IMAGE_DATA = b'tristate demo disk\n'
+DEMO_IMAGE_SIZE = 1024 * 1024
 
 
 def _choose_driver(conf):
@@ -169,15 +190,6 @@ def _choose_driver(conf):
     if conf.cli_libvirt_uri:
         conf.set_override('connection_uri', conf.cli_libvirt_uri,
                           group='libvirt')
-    if (conf.compute.driver == 'libvirt'
-            and conf.libvirt.connection_uri.startswith('test:')):
-        # libvirt's test driver boots nothing: an empty file per image the
-        # demo uses is enough for the driver to find it.
-        os.makedirs(conf.libvirt.images_path, exist_ok=True)
-        for image in DEMO_IMAGES:
-            path = os.path.join(conf.libvirt.images_path, image)
-            if not os.path.exists(path):
-                open(path, 'wb').close()
 
 
 def main(argv=None):
@@ -194,12 +206,13 @@ def main(argv=None):
     plane = embedded.Embedded(conf, hosts=conf.hosts).start()
     api_server = None
     try:
-        if conf.demo:
-            return run_demo(plane)
         from api import service as api_service
-        api_server = api_service.serve_embedded(conf, plane,
-                                                port=conf.cli_api_port)
-        print('Tristate API: %s/v2.1' % api_server.url)
+        api_server = api_service.serve_embedded(
+            conf, plane, port=0 if conf.demo else conf.cli_api_port)
+        if conf.demo:
+            return run_demo(plane, api_server.url)
+        print('Tristate API: %s/v2.1 (images: %s/image)' % (
+            api_server.url, api_server.url))
         print('Tristate is running: %d hosts, state in %s. Ctrl-C stops it.'
               % (conf.hosts, conf.state_dir))
         sys.stdout.flush()

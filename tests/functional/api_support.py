@@ -11,13 +11,14 @@ import uuid as uuidlib
 from api import service as api_service
 from api import wsgi
 from tests import conftest as common_fixtures
+from tests import images_support
 from tests.functional.conftest import Planes
 from tests.functional.conftest import new_conf
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_for
 
 ADMIN_TOKEN = 'admin:admin'
-IMAGE = 'cirros'
+IMAGE = images_support.IMAGE
 
 
 def configure(conf, **api_opts):

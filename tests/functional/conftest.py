@@ -38,6 +38,7 @@ from compute_agent import journal
 from compute_agent.cmd import fakevirt
 from compute_agent.virt import fake
 from conductor import embedded
+from tests import images_support
 
 MEMORY_URL = embedded.MEMORY_URL
 TIMEOUT = 10.0
@@ -109,6 +110,7 @@ class Planes:
                                   statedb=statedb, periodic_jobs=False)
         self.started.append(plane)
         plane.start()
+        images_support.register_all(self.conf, statedb)
         for name in plane.host_names:
             wait_heartbeat(plane, name)
         return plane

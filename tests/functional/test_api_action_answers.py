@@ -14,6 +14,7 @@ from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import set_opts
+from tests.images_support import IMAGES
 
 
 @pytest.fixture(scope='module')
@@ -67,12 +68,12 @@ def test_rescue_uses_the_password_given(api, shared_plane, caplog):
     caplog.set_level(logging.DEBUG)
     server = api.active()
     body = {'rescue': {'adminPass': 'Given-pw-42',
-                       'rescue_image_ref': 'rescue-img'}}
+                       'rescue_image_ref': IMAGES['rescue-img']}}
     resp = api.action(server['id'], body, expect=(200,))
     assert resp.get_json() == {'adminPass': 'Given-pw-42'}
     record = _record(shared_plane, api.settled(server['id']))
     assert record['rescue_password_sha256'] == _digest('Given-pw-42')
-    assert record['rescue_image_ref'] == 'rescue-img'
+    assert record['rescue_image_ref'] == IMAGES['rescue-img']
     assert 'Given-pw-42' not in caplog.text
 
 

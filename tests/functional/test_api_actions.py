@@ -10,6 +10,7 @@ from compute_agent.virt import fake
 from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
+from tests.images_support import IMAGES
 
 
 @pytest.fixture(scope='module')
@@ -50,11 +51,11 @@ WALK = [
     ((), {'suspend': None}, 'SUSPENDED', vm.SUSPENDED, False),
     (({'suspend': None},), {'resume': None}, 'ACTIVE', vm.ACTIVE, False),
     ((), {'rescue': None}, 'RESCUE', vm.RESCUED, False),
-    ((), {'rescue': {'rescue_image_ref': 'rescue-img'}}, 'RESCUE',
+    ((), {'rescue': {'rescue_image_ref': IMAGES['rescue-img']}}, 'RESCUE',
      vm.RESCUED, False),
     (({'os-stop': None}, {'rescue': None}), {'unrescue': None}, 'SHUTOFF',
      vm.STOPPED, False),
-    ((), {'rebuild': {'imageRef': 'debian-12', 'description': None}},
+    ((), {'rebuild': {'imageRef': IMAGES['debian-12'], 'description': None}},
      'ACTIVE', vm.ACTIVE, False),
     ((), {'resize': {'flavorRef': 'small'}}, 'VERIFY_RESIZE', vm.RESIZED,
      False),

@@ -23,6 +23,7 @@ from common.states import vm
 from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.conftest import wait_idle
+from tests.images_support import IMAGE
 
 MAX_BODY = 114688
 FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
@@ -31,8 +32,8 @@ FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
 
 VALID_ACTION_BODIES = {
     'reboot': {'type': 'SOFT'},
-    'rescue': {'rescue_image_ref': 'cirros'},
-    'rebuild': {'imageRef': 'cirros'},
+    'rescue': {'rescue_image_ref': IMAGE},
+    'rebuild': {'imageRef': IMAGE},
     'resize': {'flavorRef': 'small'},
     'createImage': {'name': 'img', 'metadata': {}},
     'createBackup': {'name': 'b', 'backup_type': 'daily', 'rotation': 1},
@@ -41,7 +42,7 @@ VALID_ACTION_BODIES = {
     'os-resetState': {'state': 'error'},
 }
 VALID_CREATE = {'server': {'name': 'fuzz', 'flavorRef': 'tiny',
-                           'imageRef': 'cirros'}}
+                           'imageRef': IMAGE}}
 # What a rejected request must leave as it was.
 _KEPT = ('vm_state', 'task_state', 'task_id', 'name', 'flavor_name',
          'image_ref', 'power_state', 'host', 'updated_at')

@@ -34,6 +34,7 @@ from api import jsonbody
 from api import server as server_mod
 from tests.functional import api_support
 from tests.functional.api_support import message
+from tests.images_support import IMAGE
 
 FULL = os.environ.get('TRISTATE_FAULTS_FULL') == '1'
 FUZZ = settings(max_examples=250 if FULL else 25, deadline=None,
@@ -61,10 +62,10 @@ def _lease(**fields):
 # body, the paths of its one-line text fields, of its free text fields).
 TARGETS = [
     ('POST', '/servers', {'server': {'name': 'n', 'flavorRef': 'tiny',
-                                     'imageRef': 'cirros'}},
+                                     'imageRef': IMAGE}},
      ['server.name', 'server.flavorRef', 'server.imageRef'], []),
     ('POST', '/servers', {'server': {'name': 'n', 'flavorRef': 'tiny',
-                                     'imageRef': 'cirros'},
+                                     'imageRef': IMAGE},
                           'os:scheduler_hints': {'reservation_id': 'r'}},
      ['os:scheduler_hints.reservation_id'], []),
     ('PUT', '/servers/{id}', {'server': {'name': 'n'}}, ['server.name'], []),
@@ -87,9 +88,9 @@ TARGETS = [
          ('reboot', {'type': 'SOFT'}, [], []), ('pause', None, [], []),
          ('unpause', None, [], []), ('suspend', None, [], []),
          ('resume', None, [], []), ('unrescue', None, [], []),
-         ('rescue', {'rescue_image_ref': 'cirros', 'adminPass': 'p'},
+         ('rescue', {'rescue_image_ref': IMAGE, 'adminPass': 'p'},
           ['rescue.rescue_image_ref'], ['rescue.adminPass']),
-         ('rebuild', {'imageRef': 'cirros'}, ['rebuild.imageRef'], []),
+         ('rebuild', {'imageRef': IMAGE}, ['rebuild.imageRef'], []),
          ('resize', {'flavorRef': 'small'}, ['resize.flavorRef'], []),
          ('confirmResize', None, [], []), ('revertResize', None, [], []),
          ('createImage', {'name': 'img'}, ['createImage.name'], []),
@@ -116,7 +117,7 @@ INTEGERS = [
      'quota_set.ram'),
     ('POST', '/leases', _lease(), 'reservations.0.min'),
     ('POST', '/servers', {'server': {'name': 'n', 'flavorRef': 'tiny',
-                                     'imageRef': 'cirros', 'min_count': 1}},
+                                     'imageRef': IMAGE, 'min_count': 1}},
      'server.min_count'),
 ]
 
@@ -432,7 +433,7 @@ HOSTILE_BODIES = [
         'hypervisor_properties': '["and", ' * 3000 + ']' * 3000}]))),
     ('POST', '/servers', _dumps({'server': {'name': '\ud800',
                                             'flavorRef': 'tiny',
-                                            'imageRef': 'cirros'}})),
+                                            'imageRef': IMAGE}})),
 ]
 
 
@@ -523,5 +524,5 @@ def test_a_noauth_token_with_control_characters_is_401(app, aims, user,
             response = api.get(path)
             assert response.status_code == 401, response.get_data()[:300]
         response = api.post('/servers', json={'server': {
-            'name': 'n', 'flavorRef': 'tiny', 'imageRef': 'cirros'}})
+            'name': 'n', 'flavorRef': 'tiny', 'imageRef': IMAGE}})
         assert response.status_code == 401, response.get_data()[:300]

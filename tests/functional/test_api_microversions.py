@@ -10,6 +10,7 @@ from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import set_opts
+from tests.images_support import IMAGE
 
 HUGE = 'huge:1:100000000:1'      # 100 TB of RAM: no fake host has room
 
@@ -116,7 +117,7 @@ def test_pending_is_error_below_its_microversion(api, buried, version,
 
 
 def test_a_pending_server_is_rebuilt_or_reset_to_error(api, admin, buried):
-    api.action(buried['id'], {'rebuild': {'imageRef': 'cirros',
+    api.action(buried['id'], {'rebuild': {'imageRef': IMAGE,
                                           'description': None}})
     again = api.settled(buried['id'], version='latest')
     assert again['OS-EXT-STS:vm_state'] == vm.PENDING    # still no room

@@ -7,6 +7,7 @@ import pytest
 from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
+from tests.images_support import IMAGE
 
 
 @pytest.fixture(scope='module')
@@ -118,6 +119,6 @@ def test_a_policy_file_overrides_the_defaults(make_plane, tmp_path):
     assert member.get('/flavors').status_code == 403
     assert Api(app).get('/flavors').status_code == 200
     resp = member.post('/servers', {'server': {
-        'name': 'x', 'flavorRef': 'tiny', 'imageRef': 'cirros'}})
+        'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE}})
     assert resp.status_code == 403
     assert member.ids() == []

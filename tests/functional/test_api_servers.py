@@ -13,6 +13,7 @@ from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import wait_for
+from tests.images_support import IMAGE
 
 
 @pytest.fixture(scope='module')
@@ -55,7 +56,7 @@ def test_version_discovery_needs_no_token(shared_plane):
 
 def test_create_show_list_delete(api):
     resp = api.post('/servers', {'server': {
-        'name': 'web1', 'flavorRef': 'small', 'imageRef': 'cirros'}})
+        'name': 'web1', 'flavorRef': 'small', 'imageRef': IMAGE}})
     assert resp.status_code == 202
     created = resp.get_json()['server']
     assert resp.headers['Location'].endswith('/v2.1/servers/%s' % created['id'])
@@ -75,7 +76,7 @@ def test_create_show_list_delete(api):
     assert server['tristate:oper_state'] == 'running'
     assert server['tristate:ec2_state'] == 'running'
     assert server['flavor']['id'] == 'small'
-    assert server['image']['id'] == 'cirros'
+    assert server['image']['id'] == IMAGE
     assert server['metadata'] == {'tristate:user_shutdown': 'stop',
                                   'tristate:crash': 'restart'}
     listed = api.get('/servers').get_json()['servers']
@@ -135,15 +136,15 @@ def test_create_sets_the_policies_from_metadata(api):
 
 
 @pytest.mark.parametrize('server, field', [
-    ({'name': 'x', 'imageRef': 'cirros'}, 'server.flavorRef'),
+    ({'name': 'x', 'imageRef': IMAGE}, 'server.flavorRef'),
     ({'name': 'x', 'flavorRef': 'tiny'}, 'server.imageRef'),
-    ({'flavorRef': 'tiny', 'imageRef': 'cirros'}, 'server.name'),
-    ({'name': '', 'flavorRef': 'tiny', 'imageRef': 'cirros'}, 'server.name'),
-    ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': 'cirros',
+    ({'flavorRef': 'tiny', 'imageRef': IMAGE}, 'server.name'),
+    ({'name': '', 'flavorRef': 'tiny', 'imageRef': IMAGE}, 'server.name'),
+    ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
       'block_device_mapping_v2': []}, 'server.block_device_mapping_v2'),
-    ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': 'cirros',
+    ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
       'metadata': {'tristate:crash': 'explode'}}, 'server.metadata.tristate:crash'),
-    ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': 'cirros',
+    ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
       'metadata': {'owner': 'me'}}, 'server.metadata.owner'),
 ])
 def test_malformed_create_names_the_field_and_creates_nothing(api, server,
@@ -156,7 +157,7 @@ def test_malformed_create_names_the_field_and_creates_nothing(api, server,
 
 def test_invalid_policy_value_names_the_allowed_ones(api):
     resp = api.post('/servers', {'server': {
-        'name': 'x', 'flavorRef': 'tiny', 'imageRef': 'cirros',
+        'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
         'metadata': {'tristate:user_shutdown': 'reboot'}}})
     assert resp.status_code == 400
     assert "['stop', 'restart', 'delete']" in message(resp)
@@ -169,7 +170,7 @@ def test_bad_bodies_and_unknown_flavor_are_400(api):
     assert 'not JSON' in message(not_json)
     assert api.post('/servers').status_code == 400
     unknown = api.post('/servers', {'server': {
-        'name': 'x', 'flavorRef': 'enormous', 'imageRef': 'cirros'}})
+        'name': 'x', 'flavorRef': 'enormous', 'imageRef': IMAGE}})
     assert unknown.status_code == 400
     assert 'enormous' in message(unknown) and 'tiny' in message(unknown)
     assert api.ids() == []
@@ -178,11 +179,10 @@ def test_bad_bodies_and_unknown_flavor_are_400(api):
 def test_flavor_and_image_hrefs_are_accepted(api):
     resp = api.post('/servers', {'server': {
         'name': 'x', 'flavorRef': 'http://h/v2.1/flavors/tiny',
-        'imageRef': 'http://h/images/cirros'}})
+        'imageRef': 'http://h/images/' + IMAGE}})
     assert resp.status_code == 202
     server = api.settled(resp.get_json()['server']['id'])
-    assert (server['flavor']['id'], server['image']['id']) == ('tiny',
-                                                               'cirros')
+    assert (server['flavor']['id'], server['image']['id']) == ('tiny', IMAGE)
 
 
 @pytest.mark.parametrize('method, path, body', [

@@ -16,6 +16,7 @@ from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import reservable
 from tests.functional.conftest import wait_heartbeat
+from tests.images_support import IMAGE
 
 HOUR = datetime.timedelta(hours=1)
 
@@ -186,14 +187,14 @@ def test_servers_with_the_reservation_hint(api, plane, clock):
     for key in ('reservation_id', 'reservation'):
         resp = api.post('/servers', {
             'server': {'name': 'job', 'flavorRef': 'tiny',
-                       'imageRef': 'cirros'},
+                       'imageRef': IMAGE},
             'os:scheduler_hints': {key: res['id'], 'group': 'ignored'}})
         assert resp.status_code == 202, resp.get_json()
         server = api.settled(resp.get_json()['server']['id'])
         assert server['status'] == 'ACTIVE'
         assert api.host(server['id']) == res['tristate:hosts'][0]
     resp = api.post('/servers', {
-        'server': {'name': 'job', 'flavorRef': 'tiny', 'imageRef': 'cirros'},
+        'server': {'name': 'job', 'flavorRef': 'tiny', 'imageRef': IMAGE},
         'os:scheduler_hints': {'reservation_id': 42}})
     assert resp.status_code == 400
     assert 'os:scheduler_hints.reservation_id' in message(resp)

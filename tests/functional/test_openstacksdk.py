@@ -13,6 +13,7 @@ from tests.functional import api_support
 from tests.functional.conftest import TIMEOUT
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_for
+from tests.images_support import IMAGE
 
 
 @pytest.fixture(scope='module')
@@ -51,7 +52,7 @@ def _wait_status(conn, server_id, status):
 
 def test_servers_through_openstacksdk(conn):
     created = conn.compute.create_server(name='sdk1', flavor_id='tiny',
-                                         image_id='cirros')
+                                         image_id=IMAGE)
     server = conn.compute.wait_for_server(created, status='ACTIVE',
                                           wait=TIMEOUT, interval=0.1)
     assert server.name == 'sdk1'
@@ -90,7 +91,7 @@ def test_flavors_and_hosts_through_openstacksdk(conn):
 def test_openstacksdk_sees_pending_as_error(conn):
     """openstacksdk asks for at most 2.100; PENDING came in 2.101."""
     created = conn.compute.create_server(name='big', flavor_id='huge',
-                                         image_id='cirros')
+                                         image_id=IMAGE)
     deadline = time.monotonic() + TIMEOUT
     server = conn.compute.get_server(created.id)
     while server.task_state is not None and time.monotonic() < deadline:
@@ -102,7 +103,7 @@ def test_openstacksdk_sees_pending_as_error(conn):
 
 def test_rename_rescue_image_and_action_events_through_openstacksdk(conn):
     created = conn.compute.create_server(name='sdk2', flavor_id='tiny',
-                                         image_id='cirros')
+                                         image_id=IMAGE)
     server = conn.compute.wait_for_server(created, status='ACTIVE',
                                           wait=TIMEOUT, interval=0.1)
     renamed = conn.compute.update_server(server, name='sdk2-renamed')
@@ -139,13 +140,13 @@ def test_quota_sets_and_usage_through_openstacksdk(conn):
 def test_server_list_filters_through_openstacksdk(conn):
     """openstacksdk's filters are honoured, or refused: never ignored."""
     created = conn.compute.create_server(name='sdkf', flavor_id='small',
-                                         image_id='cirros')
+                                         image_id=IMAGE)
     server = conn.compute.wait_for_server(created, status='ACTIVE',
                                           wait=TIMEOUT, interval=0.1)
     try:
         def ids(**query):
             return {s.id for s in conn.compute.servers(**query)}
-        assert server.id in ids(flavor='small', image='cirros')
+        assert server.id in ids(flavor='small', image=IMAGE)
         assert server.id not in ids(flavor='tiny')
         assert server.id not in ids(image='other')
         assert server.id in ids(vm_state='active',

@@ -43,6 +43,7 @@ from tests import support
 
 from .conftest import HOSTS
 from .conftest import size
+from tests.images_support import IMAGE
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgresql]
 
@@ -163,7 +164,7 @@ class Client:
 
     def create(self, name):
         return self.request('create', 'POST', '/servers', {'server': {
-            'name': name, 'flavorRef': 'tiny', 'imageRef': 'cirros'}})
+            'name': name, 'flavorRef': 'tiny', 'imageRef': IMAGE}})
 
     def act(self, uuid, n):
         return self.request('action', 'POST', '/servers/%s/action' % uuid,

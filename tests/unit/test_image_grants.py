@@ -37,6 +37,14 @@ def test_a_grant_verifies_and_says_what_it_grants():
                                    expires=NOW + 600)
 
 
+def test_a_backup_grant_carries_its_rotation():
+    claims = grants.verify(KEY, _issue(op='write', rotation=3),
+                           image_id=IMAGE, op='write', now=NOW)
+    assert claims.rotation == 3
+    assert grants.verify(KEY, _issue(op='write'), image_id=IMAGE,
+                         op='write', now=NOW).rotation is None
+
+
 def test_token_shape_per_contract():
     version, payload, _sig = _issue(op='write').split('.')
     assert version == 'g1'
@@ -107,7 +115,9 @@ def _signed(payload_bytes):
     b'{"i": 1, "h": "h", "o": "read", "e": 1}',
     b'{"i": "x", "h": "h", "o": "read", "e": "soon"}',
     b'{"i": "x", "h": "h", "o": "read", "e": true}',
-    b'{"i": "x", "h": "h", "o": "read", "e": 1.5}'])
+    b'{"i": "x", "h": "h", "o": "read", "e": 1.5}',
+    b'{"i": "x", "h": "h", "o": "write", "e": 9999999999, "r": -1}',
+    b'{"i": "x", "h": "h", "o": "write", "e": 9999999999, "r": "2"}'])
 def test_signed_garbage_payload(payload):
     assert 'payload' in _refused(_signed(payload), image_id='x')
 
@@ -126,7 +136,10 @@ def test_bytes_token_accepted():
 
 
 @pytest.mark.parametrize('kw', [{'op': 'delete'}, {'ttl': 0}, {'ttl': -1},
-                                {'ttl': 1.5}])
+                                {'ttl': 1.5}, {'rotation': 2},
+                                {'op': 'write', 'rotation': -1},
+                                {'op': 'write', 'rotation': True},
+                                {'op': 'write', 'rotation': '2'}])
 def test_issue_rejects_bad_arguments(kw):
     with pytest.raises(ValueError):
         _issue(**kw)

@@ -12,6 +12,7 @@ holding a control character.
 import pytest
 
 from tests.functional import api_support
+from tests.images_support import IMAGE
 
 
 @pytest.fixture(scope='module')
@@ -24,7 +25,7 @@ def test_a_token_with_a_control_character_is_401(app, token):
     api = api_support.Api(app, token=token)
     assert api.get('/servers').status_code == 401
     created = api.post('/servers', json={'server': {
-        'name': 'n', 'flavorRef': 'tiny', 'imageRef': 'cirros'}})
+        'name': 'n', 'flavorRef': 'tiny', 'imageRef': IMAGE}})
     assert created.status_code == 401
     admin = api.as_(api_support.ADMIN_TOKEN)
     listed = admin.get('/servers?all_tenants=1').get_json()['servers']

@@ -21,6 +21,7 @@ from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import wait_idle
+from tests.images_support import IMAGE
 
 HOUR = datetime.timedelta(hours=1)
 
@@ -77,7 +78,7 @@ def test_only_the_reservable_pool_can_be_leased(app, admin, plane, clock):
     for secret in ('host1', lease['id'], lease['end_date'][:10]):
         assert secret not in message(second)
     created = other.post('/servers', {'server': {
-        'name': 'mine', 'flavorRef': 'tiny', 'imageRef': 'cirros'}})
+        'name': 'mine', 'flavorRef': 'tiny', 'imageRef': IMAGE}})
     inst = wait_idle(plane, created.get_json()['server']['id'])
     assert (inst['vm_state'], inst['host']) == (vm.ACTIVE, 'host2')
 
@@ -98,7 +99,7 @@ def test_a_full_pool_refusal_for_a_build_names_no_host(app, admin, plane,
 
     other = Api(app, token=api_support.new_project())
     created = other.post('/servers', {'server': {
-        'name': 'starved', 'flavorRef': 'tiny', 'imageRef': 'cirros'}})
+        'name': 'starved', 'flavorRef': 'tiny', 'imageRef': IMAGE}})
     server_id = created.get_json()['server']['id']
     assert wait_idle(plane, server_id)['vm_state'] == vm.ERROR
     fault = other.get('/servers/%s' % server_id).get_json()['server']

@@ -19,6 +19,7 @@ import pytest
 
 from tests.functional import api_support
 from tests.functional.api_support import message
+from tests.images_support import IMAGE
 
 SURROGATE = '\ud800'
 NUL = '\x00'
@@ -58,7 +59,7 @@ def _lease(name='l', start='2998-01-01 00:00', end='2998-02-01 00:00',
 
 def _create(**fields):
     return {'server': dict({'name': 'n', 'flavorRef': 'tiny',
-                            'imageRef': 'cirros'}, **fields)}
+                            'imageRef': IMAGE}, **fields)}
 
 
 # (field named in the 400, method, path, body of the bad text v)
