@@ -43,6 +43,7 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
+import struct
 import threading
 import time
 
@@ -57,7 +58,8 @@ LOG = logging.getLogger(__name__)
 STORE_SUBDIR = fake_store.STORE_SUBDIR
 FAULT_MODES = ('fail', 'fail_no_rollback', 'hang')
 DEFAULT_CAPACITY = driver.Capacity(vcpus=16, memory_mb=65536, disk_gb=1000)
-SNAPSHOT_SIZE = 64 * 1024      # bytes of a snapshot's generated disk
+SNAPSHOT_SIZE = 64 * 1024      # virtual bytes of a snapshot's generated disk
+_QCOW2_CLUSTER_BITS = 16
 _FLAVOR_KEYS = ('name', 'vcpus', 'memory_mb', 'disk_gb')
 
 _ANY = None
@@ -399,9 +401,9 @@ class FakeDriver(driver.ComputeDriver):
 
     def snapshot(self, uuid, *, image_name, image_id=None, target=None):
         """Record the snapshot; with ``target`` (the agent uploads it to
-        the image service), also write there a small raw disk
+        the image service), also write there a small qcow2 disk
         (:func:`snapshot_content`) so that the image becomes active and
-        boots on any host. Returns the format written ('raw')."""
+        boots on any host. Returns the format written ('qcow2')."""
         def change(rec):
             rec['snapshots'].append(image_name)
             if image_id is not None:
@@ -410,7 +412,7 @@ class FakeDriver(driver.ComputeDriver):
         if target is not None:
             with open(target, 'wb') as f:
                 f.write(snapshot_content(uuid, image_name))
-        return 'raw'
+        return 'qcow2'
 
     def set_password(self, uuid, *, password):
         self._run('set_password', uuid)
@@ -490,11 +492,28 @@ class FakeDriver(driver.ComputeDriver):
 
 
 def snapshot_content(uuid, image_name):
-    """The fake's disk image: 64 KiB of raw disk naming the domain and the
-    snapshot (no header any image format has)."""
-    text = 'tristate fake disk of %s: snapshot %s\n' % (uuid, image_name)
-    return text.encode('utf-8', 'backslashreplace')[:SNAPSHOT_SIZE].ljust(
-        SNAPSHOT_SIZE, b'\0')
+    """The fake's snapshot: a valid, empty qcow2 (version 3, 64 KiB
+    clusters) of :data:`SNAPSHOT_SIZE` bytes of virtual disk, as the libvirt
+    driver's snapshots are qcow2 (the conductor creates snapshot images
+    ``disk_format: qcow2``, and the image API checks the content against
+    it). A note naming the domain and the snapshot sits in the header
+    cluster, after the header extensions, where nothing reads it.
+
+    Layout: cluster 0 the header, 1 the refcount table, 2 its one refcount
+    block (16-bit counts: clusters 0-3 in use), 3 the L1 table (one empty
+    entry: no data cluster allocated, the disk reads as zeros)."""
+    cluster = 1 << _QCOW2_CLUSTER_BITS
+    header = struct.pack(
+        '>4sIQIIQIIQQIIQQQQII', b'QFI\xfb', 3, 0, 0, _QCOW2_CLUSTER_BITS,
+        SNAPSHOT_SIZE, 0, 1, 3 * cluster, cluster, 1, 0, 0, 0, 0, 0, 4, 104)
+    header += struct.pack('>II', 0, 0)          # end of header extensions
+    note = ('tristate fake disk of %s: snapshot %s\n' % (uuid, image_name))
+    head = header.ljust(4096, b'\0') + note.encode(
+        'utf-8', 'backslashreplace')[:cluster - 4096]
+    refcount_table = struct.pack('>Q', 2 * cluster)
+    refcount_block = struct.pack('>4H', 1, 1, 1, 1)
+    return b''.join(part.ljust(cluster, b'\0') for part in (
+        head, refcount_table, refcount_block, b''))
 
 
 def _state(rec):

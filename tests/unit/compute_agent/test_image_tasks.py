@@ -3,6 +3,7 @@ file), snapshots uploaded with the write grant, a failed upload failing
 the task with the reason, and a user's mistake carried as a 400 fault."""
 
 import os
+import subprocess
 
 import pytest
 from oslo_config import cfg
@@ -11,6 +12,7 @@ from common import conf as tconf
 from common.images.client import GlanceClient
 from compute_agent import imagecache
 from compute_agent import manager as manager_mod
+from common.images import formats
 from compute_agent import tasks
 from compute_agent.virt import driver as virt
 from compute_agent.virt import fake
@@ -72,10 +74,10 @@ def test_the_fake_driver_builds_without_fetching(view, glance):
     assert view.image_cache.images() == []
 
 
-def test_a_snapshot_uploads_generated_raw_content_with_the_grant(view,
-                                                                 glance):
+def test_a_snapshot_uploads_generated_qcow2_content_with_the_grant(view,
+                                                                   glance):
     tasks.HANDLERS['build'](view, _inst(), {})
-    snap_id = GlanceClient(glance.url).create(disk_format='raw')['id']
+    snap_id = GlanceClient(glance.url).create(disk_format='qcow2')['id']
     glance.grant = 'g1.write.sig'
     tasks.HANDLERS['snapshot'](view, _inst(), {
         'image_name': 'snap', 'image_id': snap_id,
@@ -148,3 +150,17 @@ def test_a_missing_image_is_a_400_fault_where_the_conductor_takes_one(
                  build_from_a_missing_image)
     [(error, code)] = conductor.failed
     assert 'not found' in error and code == sent
+
+
+def test_the_fake_snapshot_is_a_qcow2_that_qemu_img_and_the_api_accept(
+        tmp_path):
+    """The conductor creates snapshot images as qcow2 (as the libvirt
+    driver writes them); the fake's content must be one, or the image API's
+    format check refuses the upload."""
+    path = tmp_path / 'snap.qcow2'
+    path.write_bytes(fake.snapshot_content(UUID, 'snap'))
+    assert formats.check_file(str(path), 'qcow2').virtual_size == (
+        fake.SNAPSHOT_SIZE)
+    checked = subprocess.run(['qemu-img', 'check', '-f', 'qcow2', str(path)],
+                             capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
