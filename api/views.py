@@ -181,7 +181,8 @@ def _host_status(inst, host_up):
 
 def fault(entry):
     """Nova's ``fault`` of an errored server, from its last action log row."""
-    return {'code': 500, 'message': entry.get('message') or '',
+    return {'code': entry.get('fault_code') or 500,
+            'message': entry.get('message') or '',
             'created': isotime(entry.get('finished_at')
                                or entry.get('started_at'))}
 

@@ -126,13 +126,13 @@ class TaskGateway:
         return before, after
 
     def fail(self, task_ctx, instance_uuid, *, error, rolled_back, host=None,
-             power=None, settle=()):
+             power=None, settle=(), fault_code=None):
         # The lines below, and a caller's (fail_quietly, the reaper), are
         # this task's, whatever the thread worked on before.
         _trace(task_ctx, {'uuid': instance_uuid})
         before, after = self.db.fail_task(
             task_ctx, instance_uuid, error=error, rolled_back=rolled_back,
-            power=power, host=host, settle=settle)
+            power=power, host=host, settle=settle, fault_code=fault_code)
         LOG.warning('Task %s (%s) on instance %s failed%s: %s',
                     task_ctx.task_id, before['task_action'], instance_uuid,
                     '' if rolled_back else ' without rollback', error)

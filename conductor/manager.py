@@ -161,9 +161,11 @@ class ConductorManager:
 
     @_expected
     @_agent_task_report
-    def task_failed(self, ctx, host, instance_uuid, error, rolled_back, power):
+    def task_failed(self, ctx, host, instance_uuid, error, rolled_back, power,
+                    fault_code=None):
         self.results.failed(ctx, host=host, instance_uuid=instance_uuid,
-                            error=error, rolled_back=rolled_back, power=power)
+                            error=error, rolled_back=rolled_back, power=power,
+                            fault_code=fault_code)
 
     @_expected
     def power_report(self, ctx, host, reports, full):

@@ -203,12 +203,18 @@ class Results:
         return {'flavor_name': alloc['flavor_name'], 'vcpus': alloc['vcpus'],
                 'memory_mb': alloc['memory_mb'], 'disk_gb': alloc['disk_gb']}
 
-    def failed(self, ctx, *, host, instance_uuid, error, rolled_back, power):
+    def failed(self, ctx, *, host, instance_uuid, error, rolled_back, power,
+               fault_code=None):
+        """``fault_code``: a 4xx the agent says the failure is (the user's
+        mistake: a missing or corrupt image); anything else is ignored and
+        the fault is the service's (500)."""
+        if not (type(fault_code) is int and 400 <= fault_code < 500):
+            fault_code = None
         inst = self.db.get_instance(instance_uuid)
         action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
         after = self.gateway.fail(
             ctx, instance_uuid, host=host, error=error,
-            rolled_back=rolled_back, power=power,
+            rolled_back=rolled_back, power=power, fault_code=fault_code,
             settle=settle_on_failure(action, inst['vm_state'],
                                      rolled_back=rolled_back, power=power))
         if action in images.WRITES:

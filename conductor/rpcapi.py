@@ -33,6 +33,10 @@ Version history:
   delete's transaction, so that they are told at once to destroy their
   copy. Sent only when there are any; capped below 1.6, those hosts
   destroy it at their next power report instead.
+* 1.7 - task_failed takes ``fault_code`` (agents): a 4xx when the failure
+  is the user's mistake (an image missing, not active or corrupt), kept in
+  the action log and shown as the server's fault code; capped below 1.7
+  it is not sent and the fault is a 500.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -44,7 +48,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.6'
+VERSION = '1.7'
 BASE_VERSION = '1.0'
 
 
@@ -252,10 +256,16 @@ class ConductorAPI:
                           values=values or {})
 
     def task_failed(self, ctx, *, host, instance_uuid, error, rolled_back,
-                    power=None):
+                    power=None, fault_code=None):
+        """``fault_code`` (1.7): a 4xx when the failure is the user's
+        mistake; dropped for a conductor capped below 1.7 (the fault is
+        then a 500, as before)."""
+        kwargs = {}
+        if fault_code is not None and self.client.can_send_version('1.7'):
+            kwargs = {'version': '1.7', 'fault_code': fault_code}
         return self._call(ctx, 'task_failed', host=host,
                           instance_uuid=instance_uuid, error=error,
-                          rolled_back=rolled_back, power=power)
+                          rolled_back=rolled_back, power=power, **kwargs)
 
     def power_report(self, ctx, *, host, reports, full=False):
         return self._call(ctx, 'power_report', host=host, reports=reports,

@@ -98,6 +98,14 @@ _LOG_END_SAYING = prepared.Prepared(sa.update(LOGT).where(
         vm_state_after=bind('vm_state', LOGT.c.vm_state_after.type),
         message=sa.case((LOGT.c.message.is_(None), _MESSAGE),
                         else_=LOGT.c.message + ': ' + _MESSAGE)))
+# a failure that is the user's mistake, with its fault code
+_LOG_END_FAULT = prepared.Prepared(sa.update(LOGT).where(
+    LOGT.c.task_id == bind('task_id')).values(
+        finished_at=_NOW, result=bind('result', LOGT.c.result.type),
+        vm_state_after=bind('vm_state', LOGT.c.vm_state_after.type),
+        fault_code=bind('fault_code', LOGT.c.fault_code.type),
+        message=sa.case((LOGT.c.message.is_(None), _MESSAGE),
+                        else_=LOGT.c.message + ': ' + _MESSAGE)))
 
 
 def _setting(table, keys, prefix=''):
@@ -419,8 +427,10 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                               host=host)
 
     def fail_task(self, ctx, instance_uuid, *, error, rolled_back,
-                  power=None, host=None, settle=()):
-        """End ``ctx.task_id`` in failure: unchanged if rolled back, else ERROR."""
+                  power=None, host=None, settle=(), fault_code=None):
+        """End ``ctx.task_id`` in failure: unchanged if rolled back, else
+        ERROR. ``fault_code``: a 4xx when the failure is the user's mistake
+        (kept in the action log; the API shows it as the fault's code)."""
         def target(inst):
             new = TABLE.failure_state(inst['task_action'], inst['vm_state'],
                                       rolled_back)
@@ -429,7 +439,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             return new, result
         return self._end_task(ctx, instance_uuid, target,
                               lambda conn, inst: ({}, settle), power, error,
-                              host=host)
+                              host=host, fault_code=fault_code)
 
     def bury(self, ctx, instance_uuid, *, reason, use_pending):
         """No valid host for the build ``ctx.task_id``: PENDING or ERROR.
@@ -443,7 +453,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                               reason)
 
     def _end_task(self, ctx, instance_uuid, decide, derive, power, message,
-                  host=None):
+                  host=None, fault_code=None):
         def txn(conn):
             inst = _task_row(host).one(conn, uuid=instance_uuid,
                                        task_id=ctx.task_id, host=host)
@@ -467,7 +477,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                 self._settle(conn, instance_uuid, op)
             after = dict(inst, **values)
             self._accounted(conn, after, now)
-            self._log_end(conn, ctx.task_id, result, new_state, message, now)
+            self._log_end(conn, ctx.task_id, result, new_state, message, now,
+                          fault_code)
             return inst, after
         return self.db.transaction(txn)
 
@@ -696,8 +707,13 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         _LOG_INSERT.run(conn, **row)
 
     @staticmethod
-    def _log_end(conn, task_id, result, vm_state, message, now):
-        if message is None:
+    def _log_end(conn, task_id, result, vm_state, message, now,
+                 fault_code=None):
+        if fault_code is not None:
+            _LOG_END_FAULT.run(conn, task_id=task_id, now=now, result=result,
+                               vm_state=vm_state, message=message or '',
+                               fault_code=fault_code)
+        elif message is None:
             _LOG_END.run(conn, task_id=task_id, now=now, result=result,
                          vm_state=vm_state)
         else:

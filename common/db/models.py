@@ -164,6 +164,9 @@ class InstanceAction(Base):
     vm_state_before: Mapped[str | None] = mapped_column(_state)
     vm_state_after: Mapped[str | None] = mapped_column(_state)
     message: Mapped[str | None] = mapped_column(Text)
+    # A failed task's fault code when it is the user's mistake (4xx);
+    # NULL: the service's (500).
+    fault_code: Mapped[int | None] = mapped_column(Integer)
 
 
 # --- leases (DESIGN.md section 7; statuses and rules: common/leases.py) -------
