@@ -63,10 +63,11 @@ def _build(plane, image_ref):
     ctx = context.RequestContext(user_id='u', project_id='p')
     inst = plane.client.create_instance(ctx, name='vm', flavor='tiny',
                                         image_ref=image_ref)
-    return functional.wait_for(
-        lambda: (lambda i: i if i['task_id'] is None else None)(
-            plane.statedb.get_instance(inst['uuid'])),
-        what='the build to end')
+
+    def ended():
+        now = plane.statedb.get_instance(inst['uuid'])
+        return now if now['task_id'] is None else None
+    return functional.wait_for(ended, what='the build to end')
 
 
 def test_a_missing_image_fails_the_build_as_a_400(plane):
