@@ -77,11 +77,18 @@ def _resize(body):
 
 
 def _snapshot(body):
-    return {'image_name': body['name']}
+    return dict({'image_name': body['name']}, **_metadata(body))
+
+
+def _metadata(body):
+    """The snapshot's user properties (``metadata``), if any."""
+    return {'metadata': body['metadata']} if body.get('metadata') else {}
 
 
 def _backup(body):
-    return {'image_name': body['name'], 'rotation': int(body['rotation'])}
+    return dict({'image_name': body['name'],
+                 'rotation': int(body['rotation']),
+                 'backup_type': body['backup_type']}, **_metadata(body))
 
 
 def _password(body):

@@ -113,7 +113,12 @@ RESCUE = {'type': ['null', 'object'],
           'additionalProperties': False}
 RESIZE = _object(['flavorRef'], flavorRef=REF,
                  **{'OS-DCF:diskConfig': ANYTHING})
-CREATE_IMAGE = _object(['name'], name=NAME, metadata={'type': 'object'})
+# Nova's: keys of letters, digits and ``-_:. ``, values strings; they
+# become properties of the snapshot's image.
+IMAGE_METADATA = {'type': 'object', 'additionalProperties': False,
+                  'patternProperties': {'^[a-zA-Z0-9-_:. ]{1,255}$': {
+                      'type': 'string', 'maxLength': 255}}}
+CREATE_IMAGE = _object(['name'], name=NAME, metadata=IMAGE_METADATA)
 # An integer as a string is at most INT_TEXT characters long (a zero-padded
 # 5,000-digit one would pass the bounds and fail Python's int()).
 INT_TEXT = 20
@@ -121,7 +126,7 @@ ROTATION = {'type': ['integer', 'string'], 'pattern': '^[0-9]+$',
             'minimum': 0, 'maximum': 2 ** 31 - 1, 'maxLength': INT_TEXT}
 CREATE_BACKUP = _object(['name', 'backup_type', 'rotation'], name=NAME,
                         backup_type=TEXT, rotation=ROTATION,
-                        metadata={'type': 'object'})
+                        metadata=IMAGE_METADATA)
 CHANGE_PASSWORD = _object(['adminPass'], adminPass={'type': 'string'})
 MIGRATE_LIVE = _object(
     ['host'], host={'type': ['string', 'null'], 'minLength': 1,

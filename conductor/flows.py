@@ -27,9 +27,11 @@ PARAMS = {
     'rescue': {'image_ref': (str, False), 'password': (str, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
-    'snapshot': {'image_name': (str, True), 'image_id': (str, False)},
+    'snapshot': {'image_name': (str, True), 'image_id': (str, False),
+                 'metadata': (dict, False)},
     'backup': {'image_name': (str, True), 'rotation': (int, False),
-               'backup_type': (str, False), 'image_id': (str, False)},
+               'backup_type': (str, False), 'image_id': (str, False),
+               'metadata': (dict, False)},
     'set_password': {'password': (str, True)},
 }
 

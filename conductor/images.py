@@ -46,6 +46,33 @@ def own_service(conf):
     return not conf.image.api_endpoint
 
 
+# Keys of an image that are not properties (Glance's core attributes and
+# Tristate's columns): a snapshot's metadata may not name them.
+_NOT_PROPERTIES = frozenset(images_db.USER_COLUMNS) | {
+    'id', 'owner', 'status', 'size', 'virtual_size', 'checksum',
+    'os_hash_algo', 'os_hash_value', 'created_at', 'updated_at', 'tags',
+    'location', 'locations', 'deleted', 'deleted_at', 'direct_url', 'self',
+    'file', 'schema', 'stores'}
+
+
+def _user_properties(metadata):
+    """A createImage/createBackup ``metadata``, checked: string keys and
+    values of at most 255 characters, none a core attribute."""
+    metadata = metadata or {}
+    for key, value in metadata.items():
+        if (not isinstance(key, str) or not isinstance(value, str)
+                or not 0 < len(key) <= 255 or len(value) > 255):
+            raise exception.Invalid(
+                reason='metadata of a snapshot: keys and values are strings '
+                       'of at most 255 characters, got %r: %r'
+                       % (key, value))
+        if key in _NOT_PROPERTIES or key.startswith('os_glance'):
+            raise exception.Invalid(
+                reason='metadata of a snapshot: %r is an attribute of the '
+                       'image, not a property' % key)
+    return metadata
+
+
 class ImageAccess:
     def __init__(self, conf, db):
         self.conf = conf
@@ -94,9 +121,10 @@ class ImageAccess:
                 reason='image_id is required: images are served by the '
                        'Glance at [image] api_endpoint, where the API tier '
                        'creates the snapshot\'s image')
-        properties = {'image_type': action, 'instance_uuid': inst['uuid'],
-                      'base_image_ref': inst['image_ref'] or '',
-                      'user_id': ctx.user_id or ''}
+        properties = dict(_user_properties(params.get('metadata')),
+                          image_type=action, instance_uuid=inst['uuid'],
+                          base_image_ref=inst['image_ref'] or '',
+                          user_id=ctx.user_id or '')
         if action == 'backup':
             properties['backup_type'] = params.get('backup_type') or 'daily'
         image = images_db.create(self.db, context.get_admin_context(), {
