@@ -158,7 +158,10 @@ def _store(image, token, size):
     store = access.services().store
     inspector = formats.Inspector(image['disk_format'])
     body = _Body(image, token, inspector)
+    # The upload is ours (its token): data under this id is a dead
+    # upload's leftover.
     location, written, md5, sha512 = store.add(image['id'], iter(body),
+                                               replace=True,
                                                size=size)
     try:
         done = images_db.finish_upload(

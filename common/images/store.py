@@ -26,6 +26,7 @@ given).
 
 import functools
 import logging
+import os
 
 import glance_store
 from glance_store import backend as gs_backend
@@ -197,10 +198,13 @@ class ImageStore:
                                    self._conf, uri=uri)
         return store, loc
 
-    def add(self, image_id, chunks, size=None):
+    def add(self, image_id, chunks, size=None, *, replace=False):
         """Store the bytes of ``chunks`` (an iterable of ``bytes``, or a
         binary file object) as ``image_id``. Returns ``(location, size,
-        md5 hex, sha512 hex)``.
+        md5 hex, sha512 hex)``. ``replace``: data already stored under
+        ``image_id`` is a dead upload's leftover (the caller holds the
+        image's upload): the file store removes it first; other stores
+        answer :class:`ImageDataExists` as without it.
 
         ``size``, when given, must be what arrives (else
         :class:`ImageSizeMismatch`); more than ``[image] max_image_size``
@@ -215,7 +219,9 @@ class ImageStore:
             uri, written, md5, sha512, _meta = self._default.add(
                 image_id, counted, size or 0, HASH_ALGO)
         except gs_exc.Duplicate:
-            raise ImageDataExists(image_id=image_id) from None
+            if not (replace and self._remove_leftover(image_id)):
+                raise ImageDataExists(image_id=image_id) from None
+            return self.add(image_id, chunks, size)
         except glance_store.Invalid:
             # The store's own check: more than the declared size arrived
             # (it stops there) or fewer; it removed what it wrote.
@@ -232,6 +238,22 @@ class ImageStore:
                                     actual=written)
         LOG.debug('Stored image %s: %d bytes', image_id, written)
         return uri, written, md5, sha512
+
+    def _remove_leftover(self, image_id):
+        """Remove the file store's data of ``image_id`` (a process that
+        died mid-upload left it; glance_store refuses to write over it).
+        False for other stores."""
+        if self._default is not self._by_scheme.get('file'):
+            return False
+        datadir = self._conf.glance_store.filesystem_store_datadir
+        path = os.path.join(datadir, image_id)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        LOG.warning('Removed the data a dead upload of image %s left in %s',
+                    image_id, datadir)
+        return True
 
     def get(self, location, chunk_size=None):
         """``(iterator of bytes, size)`` of the image at ``location``, in
