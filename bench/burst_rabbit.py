@@ -47,6 +47,7 @@ class ApiTier:
         self.conf.set_override('auth_strategy', 'noauth', group='api')
         database = engine.Database(daemons.db_url)
         self.statedb = db_api.StateDB(database)
+        plane_mod.register_image(self.conf, self.statedb)
         self.bus = rpc.Bus(self.conf)
         ctx = context.get_admin_context()
         services.wait_conductor(rpcapi.ConductorAPI(self.bus, self.conf,

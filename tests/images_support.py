@@ -6,10 +6,7 @@ named ``cirros``: what a server create names unless a test uploads its own
 (the API refuses a create whose image is not in the catalogue).
 """
 
-from common import context
-from common import exception
-from common.db import images as images_db
-from common.images import store as store_mod
+from common.images import register
 
 IMAGE = '0c1e6f57-3d0a-4c6b-9a5e-5a9d1b8e2c10'
 IMAGE_NAME = 'cirros'
@@ -28,23 +25,8 @@ def register_all(conf, statedb):
 
 
 def register_image(conf, statedb, *, image_id=IMAGE, name=IMAGE_NAME,
-                   data=DATA, visibility='public', owner=None,
-                   disk_format='raw', **values):
-    """An active image with ``data``, made as an upload makes it; an image
-    already there with this id is returned as it is."""
-    admin = context.get_admin_context()
-    try:
-        return images_db.get(statedb, admin, image_id)
-    except exception.ImageNotFound:
-        pass
-    images_db.create(statedb, admin, dict(
-        values, id=image_id, name=name, visibility=visibility,
-        owner=owner or admin.project_id, disk_format=disk_format,
-        container_format='bare'))
-    token = images_db.begin_upload(statedb, image_id)['location']
-    location, size, md5, sha512 = store_mod.ImageStore(conf).add(
-        image_id, [data], size=len(data))
-    return images_db.finish_upload(statedb, image_id, token,
-                                   location=location, size=size,
-                                   checksum=md5, os_hash_value=sha512,
-                                   virtual_size=size)
+                   data=DATA, **values):
+    """An active image with ``data``; one already there with this id is
+    returned as it is."""
+    return register.register_image(conf, statedb, data, image_id=image_id,
+                                   name=name, **values)

@@ -14,6 +14,7 @@ from common.states import vm
 from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.conftest import wait_idle
+from tests.images_support import IMAGE
 
 
 class Lines(logging.Handler):
@@ -49,7 +50,7 @@ def lines(plane):
 def test_one_task_id_in_api_conductor_and_agent_lines(plane, lines):
     api = Api(api_support.make_app(plane), token='alice:demo')
     created = api.post('/servers', json={'server': {
-        'name': 'traced', 'flavorRef': 'tiny', 'imageRef': 'cirros'}})
+        'name': 'traced', 'flavorRef': 'tiny', 'imageRef': IMAGE}})
     assert created.status_code == 202
     uuid = created.get_json()['server']['id']
     build_task = created.headers['Tristate-Task-Id']
