@@ -8,36 +8,21 @@ import subprocess
 import threading
 
 import pytest
-from oslo_config import cfg
 
-from common import conf as tconf
 from common.images.client import GlanceClient
 from compute_agent import imagecache
 from compute_agent import reporter as reporter_mod
 from compute_agent.imagecache import ImageCache
 from compute_agent.imagecache import ImageUnusable
 from compute_agent.virt import driver as virt
-from tests.unit.glance_stub import GlanceStub
 
 DATA = b'boot sector' + bytes(range(256)) * 2000       # ~500 KiB, raw
 
 
 @pytest.fixture
-def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    tconf.register_all(conf)
-    conf([], project='tristate', default_config_files=[])
-    conf.set_override('state_dir', str(tmp_path))
+def conf(conf):
     conf.set_override('cache_max_age', 100, group='image')
-    yield conf
-    conf.reset()
-
-
-@pytest.fixture
-def glance():
-    stub = GlanceStub()
-    yield stub
-    stub.stop()
+    return conf
 
 
 @pytest.fixture

@@ -6,9 +6,7 @@ import os
 import subprocess
 
 import pytest
-from oslo_config import cfg
 
-from common import conf as tconf
 from common.images.client import GlanceClient
 from compute_agent import imagecache
 from compute_agent import manager as manager_mod
@@ -16,26 +14,8 @@ from common.images import formats
 from compute_agent import tasks
 from compute_agent.virt import driver as virt
 from compute_agent.virt import fake
-from tests.unit.glance_stub import GlanceStub
 
 UUID = '11111111-2222-3333-4444-555555555555'
-
-
-@pytest.fixture
-def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    tconf.register_all(conf)
-    conf([], project='tristate', default_config_files=[])
-    conf.set_override('state_dir', str(tmp_path))
-    yield conf
-    conf.reset()
-
-
-@pytest.fixture
-def glance():
-    stub = GlanceStub()
-    yield stub
-    stub.stop()
 
 
 @pytest.fixture

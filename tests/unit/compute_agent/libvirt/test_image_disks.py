@@ -9,38 +9,18 @@ import subprocess
 import time
 
 import pytest
-from oslo_config import cfg
 
 from tests.unit.compute_agent.libvirt import require_libvirt
 
 libvirt = require_libvirt()
 
-from common import conf as tconf  # noqa: E402
 from common.images.client import GlanceClient  # noqa: E402
 from compute_agent import imagecache  # noqa: E402
 from compute_agent import tasks  # noqa: E402
 from tests.unit.compute_agent.libvirt.conftest import TINY  # noqa: E402
 from tests.unit.compute_agent.libvirt.conftest import new_uuid  # noqa: E402
-from tests.unit.glance_stub import GlanceStub  # noqa: E402
 
 GIB = 1024 ** 3
-
-
-@pytest.fixture
-def conf(tmp_path):
-    conf = cfg.ConfigOpts()
-    tconf.register_all(conf)
-    conf([], project='tristate', default_config_files=[])
-    conf.set_override('state_dir', str(tmp_path))
-    yield conf
-    conf.reset()
-
-
-@pytest.fixture
-def glance():
-    stub = GlanceStub()
-    yield stub
-    stub.stop()
 
 
 @pytest.fixture
