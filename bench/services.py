@@ -107,7 +107,8 @@ def fresh_database(server_url):
         admin.dispose()
 
 
-def _ini(sections):
+def ini(sections):
+    """The text of an INI file of ``{section: {key: value}}``."""
     lines = []
     for section, values in sections.items():
         lines.append('[%s]' % section)
@@ -140,7 +141,7 @@ class Daemons:
     def _write(self, name, sections):
         path = os.path.join(self.path, '%s.conf' % name)
         with open(path, 'w') as f:
-            f.write(_ini(sections))
+            f.write(ini(sections))
         return path
 
     def conf(self, *, database=True):

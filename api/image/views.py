@@ -2,7 +2,7 @@
 attributes plus its extra properties flattened beside them, with links
 relative to the API (``/v2/images/ID``), never its store location."""
 
-import datetime
+from api import views as compute_views
 
 ATTRIBUTES = ('name', 'disk_format', 'container_format', 'visibility',
               'size', 'virtual_size', 'status', 'checksum', 'protected',
@@ -12,12 +12,7 @@ ATTRIBUTES = ('name', 'disk_format', 'container_format', 'visibility',
 VERSIONS = ('2.7', '2.6', '2.5', '2.4', '2.3', '2.2', '2.1', '2.0')
 
 
-def isotime(value):
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.datetime.fromisoformat(value)
-    return value.strftime('%Y-%m-%dT%H:%M:%SZ')
+isotime = compute_views.isotime
 
 
 def href(image_id, sub=''):

@@ -43,6 +43,8 @@ import uuid as uuidlib
 import pytest
 import requests
 
+from bench import services
+
 GLANCE_ENV = 'TRISTATE_TEST_GLANCE'
 # Every request is Glance's "unauthenticated context": an admin with no
 # project and no roles. It is ``[paste_deploy] flavor =`` (empty) on the
@@ -114,15 +116,6 @@ def require_tool(name):
     pytest.skip(reason)
 
 
-def _ini(sections):
-    lines = []
-    for section, values in sections.items():
-        lines.append('[%s]' % section)
-        lines.extend('%s = %s' % item for item in values.items())
-        lines.append('')
-    return '\n'.join(lines)
-
-
 class Glance:
     """One Glance API process of the virtualenv ``venv``, its config, data
     and log under ``workdir``; ``auth`` is :data:`OPEN` or
@@ -166,7 +159,7 @@ class Glance:
         }
         path = os.path.join(self.workdir, 'glance-api.conf')
         with open(path, 'w') as out:
-            out.write(_ini(sections))
+            out.write(services.ini(sections))
         return path
 
     def _run_logged(self, argv, **kwargs):
