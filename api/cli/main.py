@@ -7,6 +7,8 @@
     tristate server actions web1
     tristate host list
     tristate flavor list
+    tristate image create debian-12 --file /tmp/disk.raw
+    tristate image list
     tristate lease create night --start now --end "2026-01-02 06:00"
 
 The endpoint is ``--os-endpoint``, else ``TRISTATE_ENDPOINT``, else
@@ -23,6 +25,7 @@ from cliff import commandmanager
 
 from api.cli import catalog
 from api.cli import client as client_mod
+from api.cli import images
 from api.cli import leases
 from api.cli import servers
 
@@ -33,12 +36,13 @@ class TristateApp(app.App):
     def __init__(self):
         manager = commandmanager.CommandManager('tristate.cli')
         for name, cls in {**servers.commands(), **catalog.commands(),
-                          **leases.commands()}.items():
+                          **images.commands(), **leases.commands()}.items():
             manager.add_command(name, cls)
         super().__init__(description=__doc__.split('\n\n')[0],
                          version='0.1.0', command_manager=manager,
                          deferred_help=True)
         self.client = None
+        self.images = None
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         parser = super().build_option_parser(description, version,
@@ -55,6 +59,11 @@ class TristateApp(app.App):
                  'otherwise (env TRISTATE_TOKEN; default none: the API\'s '
                  'default user).')
         parser.add_argument(
+            '--os-image-endpoint', metavar='URL',
+            default=env('TRISTATE_IMAGE_ENDPOINT'),
+            help='The image API (Glance v2; env TRISTATE_IMAGE_ENDPOINT; '
+                 'default: /image on the API\'s endpoint).')
+        parser.add_argument(
             '--os-compute-api-version', metavar='X.Y',
             default=env('TRISTATE_API_VERSION', 'latest'),
             help='Microversion to ask for (env TRISTATE_API_VERSION; '
@@ -70,6 +79,10 @@ class TristateApp(app.App):
             options.os_endpoint, token=options.os_token,
             microversion=options.os_compute_api_version,
             timeout=options.http_timeout)
+        self.images = images.ImageService(
+            options.os_image_endpoint
+            or images.image_endpoint(options.os_endpoint),
+            token=options.os_token, timeout=options.http_timeout)
 
 
 def main(argv=None):

@@ -99,9 +99,9 @@ class CreateServer(_Waits, show.ShowOne):
         parser.add_argument('name', help='Name of the new server.')
         parser.add_argument('--flavor', required=True,
                             help='Flavor name (see `tristate flavor list`).')
-        parser.add_argument('--image', default='cirros',
-                            help='Image id the virt driver resolves (the fake '
-                                 'driver takes any). Default: cirros.')
+        parser.add_argument('--image', required=True,
+                            help='Image name or ID (see `tristate image '
+                                 'list`).')
         parser.add_argument('--user-shutdown',
                             choices=states.USER_SHUTDOWN_POLICIES,
                             help='What to do when the guest shuts itself '
@@ -116,8 +116,9 @@ class CreateServer(_Waits, show.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
+        image = self.app.images.find(parsed_args.image)
         server = {'name': parsed_args.name, 'flavorRef': parsed_args.flavor,
-                  'imageRef': parsed_args.image}
+                  'imageRef': image['id']}
         metadata = {'tristate:%s' % key: getattr(parsed_args, key)
                     for key in ('user_shutdown', 'crash')
                     if getattr(parsed_args, key)}
@@ -311,14 +312,15 @@ ACTIONS = (
     ActionSpec('resume', 'Restore a suspended guest.', _empty('resume')),
     ActionSpec('rescue', 'Boot the rescue image (shows its adminPass).',
                _rescue,
-               (_arg('--image', help='Rescue image (default: the '
-                                     'server\'s).'),
+               (_arg('--image', help='Rescue image name or ID (default: '
+                                     'the server\'s).'),
                 _arg('--password', help='Admin password of the rescue '
                                         'system (default: generated).'))),
     ActionSpec('unrescue', 'Leave rescue.', _empty('unrescue')),
     ActionSpec('rebuild', 'Spawn again from an image (a PENDING server: '
                'build it again).', _rebuild,
-               (_arg('--image', help='Image (default: the server\'s).'),)),
+               (_arg('--image', help='Image name or ID (default: the '
+                                     'server\'s).'),)),
     ActionSpec('resize', 'Move to another flavor; then confirm-resize or '
                'revert-resize.',
                lambda a: {'resize': {'flavorRef': a.flavor}},
@@ -372,7 +374,9 @@ class ServerAction(_Waits, show.ShowOne):
     def take_action(self, parsed_args):
         client = self.app.client
         server = client.find_server(parsed_args.server)
-        if self.spec.name == 'rebuild' and not parsed_args.image:
+        if getattr(parsed_args, 'image', None):     # rebuild, rescue
+            parsed_args.image = self.app.images.find(parsed_args.image)['id']
+        elif self.spec.name == 'rebuild':
             parsed_args.image = server['image']['id']
         answer = client.action(server['id'], self.spec.body(parsed_args))
         if self.spec.name == 'force-delete':

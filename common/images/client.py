@@ -14,6 +14,8 @@ Credentials, one of:
 * a keystoneauth session, for a Glance behind Keystone
   (:func:`session_from_conf` builds it from the ``[image]`` group's
   keystoneauth options);
+* a user's token (``token``), sent as ``X-Auth-Token``: the ``tristate``
+  command line's (a Keystone token, or ``USER:PROJECT`` with noauth);
 * nothing (a Glance without authentication, tests).
 
 Errors: 404 is :class:`ImageNotFound`, 401 and 403 are
@@ -112,10 +114,11 @@ class GlanceClient:
     byte (a transfer that moves stays alive however long it takes).
     """
 
-    def __init__(self, base_url, *, grant=None, session=None,
+    def __init__(self, base_url, *, grant=None, session=None, token=None,
                  timeout=DEFAULT_TIMEOUT, chunk_size=DEFAULT_CHUNK):
         self.base_url = base_url.rstrip('/')
         self.grant = grant
+        self.token = token
         self.session = session
         self.timeout = timeout
         self.chunk_size = chunk_size
@@ -133,6 +136,8 @@ class GlanceClient:
         headers = dict(headers or {})
         if self.grant:
             headers[GRANT_HEADER] = self.grant
+        if self.token:
+            headers['X-Auth-Token'] = self.token
         kwargs.setdefault('timeout', self.timeout)
         try:
             if self.session is not None:

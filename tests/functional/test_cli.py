@@ -1,7 +1,8 @@
 """The ``tristate`` command line end to end, against ``tristate-all``
-started as a separate process (README's two-shell walk-through): create,
-list, a guest shutting itself down behind our back, a denied action, start,
-the action log, hosts, delete."""
+started as a separate process (README's two-shell walk-through): an image
+uploaded, create from it by name, list, a guest shutting itself down behind
+our back, a denied action, start, the action log, hosts, delete; the image
+commands and how ``--image`` finds an image by name."""
 
 import json
 import os
@@ -98,14 +99,33 @@ def tristate(tmp_path_factory):
         plane.stop()
 
 
+def _disk(path, size=1024 * 1024):
+    """A file of ``size`` bytes: any file is a valid raw image."""
+    with open(path, 'wb') as out:
+        out.truncate(size)
+    return str(path)
+
+
+@pytest.fixture(scope='module')
+def base_image(tristate):
+    """An image the action tests build from (by name)."""
+    return tristate.json('image', 'create', 'base', '--file',
+                         _disk(tristate.state_dir / 'base.raw'))
+
+
 def test_the_two_shell_walk_through(tristate):
     flavors = tristate.json('flavor', 'list')
     assert [f['Name'] for f in flavors] == ['tiny', 'small', 'medium', 'large']
 
+    image = tristate.json('image', 'create', 'debian-12', '--file',
+                          _disk(tristate.state_dir / 'disk.raw'))
+    assert (image['status'], image['disk_format'], image['size']) == (
+        'active', 'raw', 1024 * 1024)
     web1 = tristate.json('server', 'create', 'web1', '--flavor', 'small',
-                         '--wait')
+                         '--image', 'debian-12', '--wait')
     assert (web1['status'], web1['vm_state'], web1['power_state']) == (
         'ACTIVE', 'active', 'RUNNING')
+    assert web1['image'] == image['id']
     assert web1['oper_state'] == 'running'
     listed = tristate.json('server', 'list')
     assert [(s['Name'], s['Status']) for s in listed] == [('web1', 'ACTIVE')]
@@ -141,9 +161,9 @@ def test_the_two_shell_walk_through(tristate):
     assert tristate.json('server', 'list') == []
 
 
-def test_action_commands_wait_for_the_result(tristate):
+def test_action_commands_wait_for_the_result(tristate, base_image):
     server = tristate.json('server', 'create', 'acts', '--flavor', 'tiny',
-                           '--crash', 'stop', '--wait')
+                           '--image', 'base', '--crash', 'stop', '--wait')
     assert server['crash'] == 'stop'
     # Every action command builds a body the API accepts (unit-tested in
     # tests/unit/api/test_cli.py); here a few, with their options, for real.
@@ -180,9 +200,9 @@ def test_action_commands_wait_for_the_result(tristate):
     assert "No server with a name or ID of 'acts' exists." in missing.stderr
 
 
-def test_errors_print_the_api_reason(tristate):
+def test_errors_print_the_api_reason(tristate, base_image):
     bad = tristate.run('server', 'create', 'x', '--flavor', 'enormous',
-                       ok=False)
+                       '--image', base_image['id'], ok=False)
     assert bad.returncode == 1
     assert "unknown flavor 'enormous'" in bad.stderr and 'HTTP 400' in bad.stderr
     other = tristate.run('--os-token', 'bob:elsewhere', 'host', 'list',
@@ -193,3 +213,86 @@ def test_errors_print_the_api_reason(tristate):
                            % support.free_port(), 'server', 'list', ok=False)
     assert nowhere.returncode == 1
     assert 'Cannot reach the Tristate API' in nowhere.stderr
+
+
+def test_image_commands(tristate):
+    tiny = _disk(tristate.state_dir / 'tiny.raw', 64 * 1024)
+    made = tristate.json('image', 'create', 'sized', '--file', tiny,
+                         '--min-disk', '1', '--min-ram', '128', '--public')
+    assert (made['status'], made['visibility'], made['size'],
+            made['min_disk'], made['min_ram']) == ('active', 'public',
+                                                   64 * 1024, 1, 128)
+    assert made['os_hash_algo'] == 'sha512' and len(made['checksum']) == 32
+    listed = {i['ID']: i for i in tristate.json('image', 'list')}
+    assert (listed[made['id']]['Name'],
+            listed[made['id']]['Status']) == ('sized', 'active')
+    table = tristate.run('image', 'list').stdout
+    assert 'sized' in table and '+--' in table
+    assert tristate.json('image', 'show', 'sized') == made
+    assert tristate.json('image', 'show', made['id']) == made
+
+    # a private image is not another project's; a public one is
+    private = tristate.json('image', 'create', 'mine', '--file', tiny)
+    other = ('--os-token', 'bob:elsewhere')
+    hidden = tristate.run(*other, 'image', 'show', private['id'], ok=False)
+    assert hidden.returncode == 1
+    assert ("No image with a name or ID of %r exists" % private['id']
+            in hidden.stderr)
+    assert tristate.json(*other, 'image', 'show', 'sized')['id'] == made['id']
+
+    # the content must be what --disk-format says: refused, nothing left
+    refused = tristate.run('image', 'create', 'fake-qcow2', '--file', tiny,
+                           '--disk-format', 'qcow2', ok=False)
+    assert refused.returncode == 1 and 'HTTP 4' in refused.stderr
+    assert tristate.json('image', 'list', '--name', 'fake-qcow2') == []
+
+    missing = tristate.run('image', 'create', 'x', '--file',
+                           str(tristate.state_dir / 'no-such.raw'), ok=False)
+    assert missing.returncode == 1 and 'Cannot read --file' in missing.stderr
+
+    tristate.run('image', 'delete', 'sized', private['id'])
+    names = [i['Name'] for i in tristate.json('image', 'list')]
+    assert 'sized' not in names and 'mine' not in names
+
+
+def test_image_names_must_match_exactly_one_image(tristate, base_image):
+    disk = _disk(tristate.state_dir / 'twin.raw', 4096)
+    twins = [tristate.json('image', 'create', 'twin', '--file', disk)['id']
+             for _ in range(2)]
+    before = tristate.json('server', 'list')
+
+    ambiguous = tristate.run('server', 'create', 'tw', '--flavor', 'tiny',
+                             '--image', 'twin', ok=False)
+    assert ambiguous.returncode == 1
+    assert "More than one image is named 'twin': use its ID" in (
+        ambiguous.stderr)
+    assert all(twin in ambiguous.stderr for twin in twins)
+    unknown = tristate.run('server', 'create', 'tw', '--flavor', 'tiny',
+                           '--image', 'no-such-image', ok=False)
+    assert unknown.returncode == 1
+    assert ("No image with a name or ID of 'no-such-image' exists"
+            in unknown.stderr)
+    assert tristate.json('server', 'list') == before   # nothing created
+    assert tristate.run('image', 'show', 'twin', ok=False).returncode == 1
+    assert 'server create' in tristate.run('server', 'create', 'tw',
+                                           '--flavor', 'tiny',
+                                           ok=False).stderr  # --image needed
+
+    # by id, a twin is fine; then rebuild and rescue find images by name
+    server = tristate.json('server', 'create', 'tw', '--flavor', 'tiny',
+                           '--image', twins[0], '--wait')
+    assert (server['status'], server['image']) == ('ACTIVE', twins[0])
+    tristate.run('image', 'delete', twins[1])
+    rebuilt = tristate.json('server', 'rebuild', 'tw', '--image', 'base',
+                            '--wait')
+    assert (rebuilt['status'], rebuilt['image']) == ('ACTIVE',
+                                                     base_image['id'])
+    unknown = tristate.run('server', 'rescue', 'tw', '--image', 'nope',
+                           ok=False)
+    assert "No image with a name or ID of 'nope' exists" in unknown.stderr
+    rescued = tristate.json('server', 'rescue', 'tw', '--image', 'twin',
+                            '--wait')
+    assert rescued['status'] == 'RESCUE'
+    actions = [e['Action'] for e in tristate.json('server', 'actions', 'tw')]
+    assert actions == ['build', 'rebuild', 'rescue']
+    tristate.run('server', 'delete', 'tw', '--wait')

@@ -63,7 +63,8 @@ def test_the_lease_commands(tristate, plane):
     assert 'start_lease' in shown['events'] and 'DONE' in shown['events']
 
     server = tristate.json('server', 'create', 'job', '--flavor', 'tiny',
-                           '--reservation', row['Reservation'], '--wait')
+                           '--image', 'cirros', '--reservation',
+                           row['Reservation'], '--wait')
     # on the reserved host (which only admins see: empty for the project)
     assert server['host'] is None
     assert plane.statedb.get_instance(server['id'])['host'] == row['Hosts']

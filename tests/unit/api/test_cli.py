@@ -12,6 +12,7 @@ from api import schemas
 from api import server as server_mod
 from api.cli import client as client_mod
 from api.cli import columns
+from api.cli import images
 from api.cli import servers
 
 # Arguments that make each action command's required options happy.
@@ -94,7 +95,8 @@ def test_help_lists_the_commands():
                           capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 0, done.stderr
-    for name in ('server create', 'server stop', 'host list', 'flavor list'):
+    for name in ('server create', 'server stop', 'host list', 'flavor list',
+                 'image create', 'image list', 'image show', 'image delete'):
         assert name in done.stdout
 
 
@@ -108,3 +110,61 @@ def test_rescue_and_rename_commands():
     args = _parse(servers.RenameServer, ['web1', 'web2'])
     assert (args.server, args.name) == ('web1', 'web2')
     assert servers.commands()['server rename'] is servers.RenameServer
+
+
+def test_the_image_api_is_under_the_api_endpoint():
+    for endpoint in ('http://h:8774', 'http://h:8774/', 'http://h:8774/v2.1'):
+        assert images.image_endpoint(endpoint) == 'http://h:8774/image'
+
+
+def test_server_create_needs_an_image():
+    with pytest.raises(SystemExit):
+        _parse(servers.CreateServer, ['web1', '--flavor', 'tiny'])
+    args = _parse(servers.CreateServer, ['web1', '--flavor', 'tiny',
+                                         '--image', 'debian-12'])
+    assert args.image == 'debian-12'
+
+
+def _images_app(seen):
+    """An image API that knows no image by id and lists ``seen['list']``."""
+    def app(environ, start_response):
+        seen.setdefault('tokens', []).append(environ.get('HTTP_X_AUTH_TOKEN'))
+        if environ['PATH_INFO'] == '/image/v2/images':
+            status, body = '200 OK', {'images': seen['list']}
+        else:
+            status, body = '404 Not Found', {'message': 'no such image'}
+        start_response(status, [('Content-Type', 'application/json')])
+        return [json.dumps(body).encode()]
+    return app
+
+
+def test_an_image_name_must_match_exactly_one_image():
+    seen = {'list': []}
+    server = server_mod.ApiServer(_images_app(seen), port=0, threads=1).start()
+    try:
+        service = images.ImageService(images.image_endpoint(server.url),
+                                      token='alice:p1', timeout=5)
+        with pytest.raises(client_mod.ApiError) as err:
+            service.find('deb')
+        assert str(err.value) == ("No image with a name or ID of 'deb' "
+                                  "exists (see `tristate image list`).")
+        seen['list'] = [{'id': 'a1', 'name': 'deb'}, {'id': 'b2',
+                                                      'name': 'deb'}]
+        with pytest.raises(client_mod.ApiError) as err:
+            service.find('deb')
+        assert str(err.value) == ("More than one image is named 'deb': use "
+                                  "its ID (a1, b2).")
+        seen['list'] = seen['list'][:1]
+        assert service.find('deb')['id'] == 'a1'
+        # the command line's token goes to the image API as X-Auth-Token
+        assert set(seen['tokens']) == {'alice:p1'}
+    finally:
+        server.stop()
+
+
+def test_an_unreachable_image_api_says_where_it_looked():
+    service = images.ImageService('http://127.0.0.1:9/image', timeout=2)
+    with pytest.raises(client_mod.ApiError) as err:
+        service.call('list')
+    assert 'Cannot reach the image API at http://127.0.0.1:9/image' in str(
+        err.value)
