@@ -439,9 +439,15 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
             dom = self._lookup(conn, uuid)
             if dom is not None:
                 self._book.forget(uuid)
-                if dom.isActive():
-                    self._destroy_active(dom)
-                self._undefine(dom)
+                try:
+                    if dom.isActive():
+                        self._destroy_active(dom)
+                    self._undefine(dom)
+                except libvirt.libvirtError as err:
+                    # Gone meanwhile: another destroy of it (a delete's
+                    # and the reporter's of a leftover) got there first.
+                    if _code(err) != libvirt.VIR_ERR_NO_DOMAIN:
+                        raise
             self._files(uuid).remove()
         try:
             with self._book.busy(uuid):
