@@ -81,7 +81,8 @@ def _snapshot(body):
 
 
 def _backup(body):
-    return {'image_name': body['name'], 'rotation': int(body['rotation'])}
+    return {'image_name': body['name'], 'rotation': int(body['rotation']),
+            'backup_type': body['backup_type']}
 
 
 def _password(body):
