@@ -43,6 +43,7 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
+import struct
 import threading
 import time
 
@@ -57,7 +58,7 @@ LOG = logging.getLogger(__name__)
 STORE_SUBDIR = fake_store.STORE_SUBDIR
 FAULT_MODES = ('fail', 'fail_no_rollback', 'hang')
 DEFAULT_CAPACITY = driver.Capacity(vcpus=16, memory_mb=65536, disk_gb=1000)
-SNAPSHOT_SIZE = 64 * 1024      # bytes of a snapshot's generated disk
+SNAPSHOT_SIZE = 64 * 1024      # bytes of a snapshot's disk, as the guest sees it
 _FLAVOR_KEYS = ('name', 'vcpus', 'memory_mb', 'disk_gb')
 
 _ANY = None
@@ -399,9 +400,10 @@ class FakeDriver(driver.ComputeDriver):
 
     def snapshot(self, uuid, *, image_name, image_id=None, target=None):
         """Record the snapshot; with ``target`` (the agent uploads it to
-        the image service), also write there a small raw disk
+        the image service), also write there a small qcow2 disk
         (:func:`snapshot_content`) so that the image becomes active and
-        boots on any host. Returns the format written ('raw')."""
+        boots on any host. Returns the format written ('qcow2', the
+        format snapshot images are created with, as libvirt's)."""
         def change(rec):
             rec['snapshots'].append(image_name)
             if image_id is not None:
@@ -410,7 +412,7 @@ class FakeDriver(driver.ComputeDriver):
         if target is not None:
             with open(target, 'wb') as f:
                 f.write(snapshot_content(uuid, image_name))
-        return 'raw'
+        return 'qcow2'
 
     def set_password(self, uuid, *, password):
         self._run('set_password', uuid)
@@ -490,11 +492,41 @@ class FakeDriver(driver.ComputeDriver):
 
 
 def snapshot_content(uuid, image_name):
-    """The fake's disk image: 64 KiB of raw disk naming the domain and the
-    snapshot (no header any image format has)."""
+    """The fake's disk image: a qcow2 file (snapshot images are qcow2, and
+    the image service checks the content against that) whose 64 KiB disk
+    names the domain and the snapshot (:func:`snapshot_disk`)."""
+    return qcow2_image(snapshot_disk(uuid, image_name))
+
+
+def snapshot_disk(uuid, image_name):
+    """What a guest sees on the disk of :func:`snapshot_content`."""
     text = 'tristate fake disk of %s: snapshot %s\n' % (uuid, image_name)
     return text.encode('utf-8', 'backslashreplace')[:SNAPSHOT_SIZE].ljust(
         SNAPSHOT_SIZE, b'\0')
+
+
+_CLUSTER = 64 * 1024
+_COPIED = 1 << 63           # an L1/L2 entry whose cluster has refcount 1
+
+
+def qcow2_image(data):
+    """A valid qcow2 (version 3, 64 KiB clusters, no backing file) of one
+    cluster whose content is ``data`` (at most 64 KiB). Clusters: header,
+    refcount table, refcount block, L1 table, L2 table, data."""
+    assert len(data) <= _CLUSTER
+    header = struct.pack(
+        '>4sIQIIQIIQQIIQQQQII', b'QFI\xfb', 3, 0, 0, 16, _CLUSTER, 0,
+        1, 3 * _CLUSTER,        # l1_size, l1_table_offset
+        1 * _CLUSTER, 1,        # refcount table offset, clusters
+        0, 0, 0, 0, 0,          # snapshots, features
+        4, 104)                 # refcount_order (16 bits), header_length
+    clusters = [header,
+                struct.pack('>Q', 2 * _CLUSTER),
+                struct.pack('>6H', *[1] * 6),
+                struct.pack('>Q', 4 * _CLUSTER | _COPIED),
+                struct.pack('>Q', 5 * _CLUSTER | _COPIED),
+                data]
+    return b''.join(c.ljust(_CLUSTER, b'\0') for c in clusters)
 
 
 def _state(rec):

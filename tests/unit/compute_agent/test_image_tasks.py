@@ -72,10 +72,10 @@ def test_the_fake_driver_builds_without_fetching(view, glance):
     assert view.image_cache.images() == []
 
 
-def test_a_snapshot_uploads_generated_raw_content_with_the_grant(view,
-                                                                 glance):
+def test_a_snapshot_uploads_generated_qcow2_content_with_the_grant(
+        view, glance):
     tasks.HANDLERS['build'](view, _inst(), {})
-    snap_id = GlanceClient(glance.url).create(disk_format='raw')['id']
+    snap_id = GlanceClient(glance.url).create(disk_format='qcow2')['id']
     glance.grant = 'g1.write.sig'
     tasks.HANDLERS['snapshot'](view, _inst(), {
         'image_name': 'snap', 'image_id': snap_id,
