@@ -13,7 +13,8 @@ naming the Glance); a create names the image by its Glance id and is
 checked against Glance (an unknown id is a 400); the agent downloads it
 once into its cache; ``createImage`` creates the queued image in Glance
 (Nova's properties) and the agent's upload makes it active there;
-``createBackup`` with rotation 1 keeps only the newest backup of its type.
+a new server builds from that snapshot; ``createBackup`` with rotation 1
+keeps only the newest backup of its type.
 """
 
 import hashlib
@@ -149,8 +150,9 @@ def _glance_image(glance, image_id):
     return requests.get(glance.url + '/v2/images/' + image_id, timeout=30)
 
 
-def test_the_api_serves_no_images_of_its_own(compute, glance):
-    resp = compute.call('GET', '/image/v2/images')
+@pytest.mark.parametrize('path', ['/image', '/image/', '/image/v2/images'])
+def test_the_api_serves_no_images_of_its_own(compute, glance, path):
+    resp = compute.call('GET', path)
     assert resp.status_code == 404
     assert glance.url in resp.text
 
@@ -177,9 +179,14 @@ def test_the_agent_fetched_the_image_from_glance_into_its_cache(
     assert image['os_hash_value'] in digests
 
 
+@pytest.fixture(scope='module')
+def snapshot(compute, server):
+    return compute.action(server['id'], {'createImage': {'name': 'snap'}})
+
+
 def test_create_image_uploads_the_snapshot_to_glance(compute, glance,
-                                                     server, image):
-    image_id = compute.action(server['id'], {'createImage': {'name': 'snap'}})
+                                                     server, image, snapshot):
+    image_id = snapshot
     shown = _glance_image(glance, image_id).json()
     assert (shown['status'], shown['disk_format'], shown['image_type'],
             shown['instance_uuid'], shown['base_image_ref'],
@@ -189,6 +196,20 @@ def test_create_image_uploads_the_snapshot_to_glance(compute, glance,
                         timeout=60).content
     assert data[:4] == b'QFI\xfb'          # qcow2, flattened by qemu-img
     assert hashlib.sha512(data).hexdigest() == shown['os_hash_value']
+
+
+def test_a_server_builds_from_the_snapshot(plane, compute, glance,
+                                          snapshot):
+    """The snapshot is an image like any other: fetched from Glance into
+    the cache (qcow2 there) and booted."""
+    file_path = '/v2/images/%s/file' % snapshot
+    before = glance.requests_seen('GET', file_path)
+    resp = compute.call('POST', '/v2.1/servers', {'server': {
+        'name': 'from-snap', 'flavorRef': 'tiny', 'imageRef': snapshot}})
+    assert resp.status_code == 202, resp.text
+    built = compute.settled(resp.json()['server']['id'])
+    assert (built['status'], built['image']['id']) == ('ACTIVE', snapshot)
+    assert glance.requests_seen('GET', file_path) == before + 1
 
 
 def _backups(glance, server_id):
