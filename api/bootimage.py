@@ -29,13 +29,14 @@ def find(conf, statedb, ctx, image_id):
     try:
         if not conf.image.api_endpoint:
             return images_db.get(statedb, ctx, image_id)
-        return _glance(conf, ctx).show(image_id)
+        return glance(conf, ctx).show(image_id)
     except (exception.NotFound, image_client.ImageForbidden):
         raise BadImage(reason='Image %s could not be found.'
                        % image_id) from None
 
 
-def _glance(conf, ctx):
+def glance(conf, ctx):
+    """A client of the existing Glance acting as the caller (its token)."""
     session = None
     if ctx.auth_token:
         from keystoneauth1 import session as ks_session

@@ -11,8 +11,10 @@ fetched into the host's cache (:mod:`compute_agent.imagecache`) as
 ``image=``, held there until the driver returns; the fake driver needs no
 file. A snapshot's driver writes the disk to a temporary file
 (``target=``) that the agent uploads to ``params['image_id']`` with the
-write grant, then deletes. Drivers that do not take these keywords are
-called as before (:func:`takes`).
+write grant, then deletes. With an existing Glance (no grant) the agent
+also deletes the image of a snapshot that failed and rotates backups
+(:mod:`compute_agent.existing_glance`). Drivers that do not take these
+keywords are called as before (:func:`takes`).
 """
 
 import contextlib
@@ -24,6 +26,7 @@ import tempfile
 from common import states
 from common.flavors import Flavor
 from common.images import client as image_client
+from compute_agent import existing_glance as glance
 from compute_agent.virt.driver import VirtError
 
 LOG = logging.getLogger(__name__)
@@ -103,10 +106,30 @@ def _snapshot(agent, inst, params):
     if (client is None or not params.get('image_id')
             or not takes(agent.driver.snapshot, 'target')):
         agent.driver.snapshot(inst['uuid'], **kwargs)
-        return
-    with _scratch(agent, params['image_id']) as target:
+        return None
+    with _deleted_on_failure(client, params), \
+            _scratch(agent, params['image_id']) as target:
         agent.driver.snapshot(inst['uuid'], target=target, **kwargs)
         _upload(client, params['image_id'], target)
+    return client
+
+
+def _backup(agent, inst, params):
+    client = _snapshot(agent, inst, params)
+    if client is not None and glance.existing(params):
+        glance.rotate(client, params['image_id'], params.get('rotation'))
+
+
+@contextlib.contextmanager
+def _deleted_on_failure(client, params):
+    """A snapshot that fails leaves no image in an existing Glance (as
+    Nova, which deletes it): the agent deletes the queued image there."""
+    try:
+        yield
+    except BaseException:
+        if glance.existing(params):
+            glance.forget_snapshot(client, params['image_id'])
+        raise
 
 
 @contextlib.contextmanager
@@ -184,7 +207,7 @@ HANDLERS = {
     'live_migrate': lambda agent, inst, params: agent.driver.migrate_out(
         inst['uuid'], dest=params['dest']),
     'snapshot': _snapshot,
-    'backup': _snapshot,
+    'backup': _backup,
     'set_password': lambda agent, inst, params: agent.driver.set_password(
         inst['uuid'], password=params['password']),
 }

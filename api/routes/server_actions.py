@@ -7,6 +7,7 @@ from api import actions
 from api import microversion
 from api import request
 from api import schemas
+from api import snapshotimage
 from api import views
 from api.routes import servers
 from common import actions as table
@@ -59,7 +60,9 @@ def action(server_id):
                                else None)
         if name == 'rescue':
             params = _rescue_password(client, params)
-        after = client.run_action(ctx, server_id, name, params)
+        conf = request.services().conf
+        with snapshotimage.queued(conf, ctx, inst, name, params) as params:
+            after = client.run_action(ctx, server_id, name, params)
     resp = _answer(spec, params, after)
     started = after.get('started_task_id') or after.get('task_id')
     if started:

@@ -25,8 +25,10 @@ message; a connection that fails or times out is an
 :class:`ImageServiceError` too (status None).
 """
 
+import html
 import json
 import logging
+import re
 
 import requests
 
@@ -38,6 +40,7 @@ GRANT_HEADER = 'X-Tristate-Image-Grant'
 PATCH_TYPE = 'application/openstack-images-v2.1-json-patch'
 DEFAULT_CHUNK = 1024 * 1024
 DEFAULT_TIMEOUT = 60.0
+_TAG = re.compile(r'<[^<>]*>')
 
 
 class ImageNotFound(exception.NotFound):
@@ -72,6 +75,9 @@ def _message(response):
         body = response.json()
     except ValueError:
         text = (response.text or '').strip()
+        if 'html' in response.headers.get('Content-Type', '') or (
+                text[:6].lower() == '<html>'):
+            text = _html_text(text)
         return text[:500] or response.reason or 'no message'
     if isinstance(body, dict):
         for key in ('message', 'detail', 'title'):
@@ -81,6 +87,13 @@ def _message(response):
             if isinstance(value, dict) and value.get('message'):
                 return str(value['message'])[:500]
     return json.dumps(body)[:500]
+
+
+def _html_text(text):
+    """The message of Glance's (webob's) HTML error page: the text after
+    its ``<h1>`` title, without tags, on one line."""
+    body = text.split('</h1>', 1)[-1]
+    return ' '.join(html.unescape(_TAG.sub(' ', body)).split())
 
 
 def _iter_file(fileobj, chunk_size):

@@ -58,8 +58,7 @@ LOG = logging.getLogger(__name__)
 STORE_SUBDIR = fake_store.STORE_SUBDIR
 FAULT_MODES = ('fail', 'fail_no_rollback', 'hang')
 DEFAULT_CAPACITY = driver.Capacity(vcpus=16, memory_mb=65536, disk_gb=1000)
-SNAPSHOT_SIZE = 64 * 1024      # virtual bytes of a snapshot's generated disk
-_QCOW2_CLUSTER_BITS = 16
+SNAPSHOT_SIZE = 64 * 1024      # bytes of a snapshot's disk, as the guest sees it
 _FLAVOR_KEYS = ('name', 'vcpus', 'memory_mb', 'disk_gb')
 
 _ANY = None
@@ -403,7 +402,8 @@ class FakeDriver(driver.ComputeDriver):
         """Record the snapshot; with ``target`` (the agent uploads it to
         the image service), also write there a small qcow2 disk
         (:func:`snapshot_content`) so that the image becomes active and
-        boots on any host. Returns the format written ('qcow2')."""
+        boots on any host. Returns the format written ('qcow2', the
+        format snapshot images are created with, as libvirt's)."""
         def change(rec):
             rec['snapshots'].append(image_name)
             if image_id is not None:
@@ -492,28 +492,41 @@ class FakeDriver(driver.ComputeDriver):
 
 
 def snapshot_content(uuid, image_name):
-    """The fake's snapshot: a valid, empty qcow2 (version 3, 64 KiB
-    clusters) of :data:`SNAPSHOT_SIZE` bytes of virtual disk, as the libvirt
-    driver's snapshots are qcow2 (the conductor creates snapshot images
-    ``disk_format: qcow2``, and the image API checks the content against
-    it). A note naming the domain and the snapshot sits in the header
-    cluster, after the header extensions, where nothing reads it.
+    """The fake's disk image: a qcow2 file (snapshot images are qcow2, and
+    the image service checks the content against that) whose 64 KiB disk
+    names the domain and the snapshot (:func:`snapshot_disk`)."""
+    return qcow2_image(snapshot_disk(uuid, image_name))
 
-    Layout: cluster 0 the header, 1 the refcount table, 2 its one refcount
-    block (16-bit counts: clusters 0-3 in use), 3 the L1 table (one empty
-    entry: no data cluster allocated, the disk reads as zeros)."""
-    cluster = 1 << _QCOW2_CLUSTER_BITS
+
+def snapshot_disk(uuid, image_name):
+    """What a guest sees on the disk of :func:`snapshot_content`."""
+    text = 'tristate fake disk of %s: snapshot %s\n' % (uuid, image_name)
+    return text.encode('utf-8', 'backslashreplace')[:SNAPSHOT_SIZE].ljust(
+        SNAPSHOT_SIZE, b'\0')
+
+
+_CLUSTER = 64 * 1024
+_COPIED = 1 << 63           # an L1/L2 entry whose cluster has refcount 1
+
+
+def qcow2_image(data):
+    """A valid qcow2 (version 3, 64 KiB clusters, no backing file) of one
+    cluster whose content is ``data`` (at most 64 KiB). Clusters: header,
+    refcount table, refcount block, L1 table, L2 table, data."""
+    assert len(data) <= _CLUSTER
     header = struct.pack(
-        '>4sIQIIQIIQQIIQQQQII', b'QFI\xfb', 3, 0, 0, _QCOW2_CLUSTER_BITS,
-        SNAPSHOT_SIZE, 0, 1, 3 * cluster, cluster, 1, 0, 0, 0, 0, 0, 4, 104)
-    header += struct.pack('>II', 0, 0)          # end of header extensions
-    note = ('tristate fake disk of %s: snapshot %s\n' % (uuid, image_name))
-    head = header.ljust(4096, b'\0') + note.encode(
-        'utf-8', 'backslashreplace')[:cluster - 4096]
-    refcount_table = struct.pack('>Q', 2 * cluster)
-    refcount_block = struct.pack('>4H', 1, 1, 1, 1)
-    return b''.join(part.ljust(cluster, b'\0') for part in (
-        head, refcount_table, refcount_block, b''))
+        '>4sIQIIQIIQQIIQQQQII', b'QFI\xfb', 3, 0, 0, 16, _CLUSTER, 0,
+        1, 3 * _CLUSTER,        # l1_size, l1_table_offset
+        1 * _CLUSTER, 1,        # refcount table offset, clusters
+        0, 0, 0, 0, 0,          # snapshots, features
+        4, 104)                 # refcount_order (16 bits), header_length
+    clusters = [header,
+                struct.pack('>Q', 2 * _CLUSTER),
+                struct.pack('>6H', *[1] * 6),
+                struct.pack('>Q', 4 * _CLUSTER | _COPIED),
+                struct.pack('>Q', 5 * _CLUSTER | _COPIED),
+                data]
+    return b''.join(c.ljust(_CLUSTER, b'\0') for c in clusters)
 
 
 def _state(rec):

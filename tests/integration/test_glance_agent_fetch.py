@@ -14,7 +14,7 @@ client under test.
 The agent's tasks are run as its manager runs them (``tasks.HANDLERS``
 with the manager's task view), over a driver that builds from image files
 as libvirt's does, with ``params['image']`` as the conductor passes it for
-an existing Glance: its URL, no grant.
+an existing Glance: its URL, no grant. A snapshot that fails leaves no image there.
 """
 
 import hashlib
@@ -211,3 +211,23 @@ def test_a_snapshot_task_uploads_to_glance(glance, tmp_path):
     assert os.listdir(tmp_path / 'image-cache') == []
     with pytest.raises(VirtError, match=r'upload of snapshot image .*409'):
         tasks.HANDLERS['snapshot'](view, _inst(None), params)
+    assert client.show(snapshot['id'])['status'] == 'active'   # kept
+
+
+class BrokenDriver(FileDriver):
+    def snapshot(self, uuid, *, image_name, image_id=None, target=None):
+        raise VirtError('domain %s: disk unreadable' % uuid)
+
+
+def test_a_failed_snapshot_leaves_no_image_in_glance(glance, tmp_path):
+    """As Nova: the queued image the API tier created is deleted."""
+    view = _task_view(new_conf(tmp_path), BrokenDriver())
+    client = glance_client.GlanceClient(glance.url)
+    snapshot = client.create(name='snap', disk_format='qcow2',
+                             container_format='bare', image_type='snapshot')
+    with pytest.raises(VirtError, match='disk unreadable'):
+        tasks.HANDLERS['snapshot'](view, _inst(None), {
+            'image': {'url': glance.url, 'grant': None},
+            'image_id': snapshot['id'], 'image_name': 'snap'})
+    with pytest.raises(glance_client.ImageNotFound):
+        client.show(snapshot['id'])

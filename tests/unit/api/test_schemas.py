@@ -69,7 +69,7 @@ def test_action_bodies(key, body):
      ('rebuild', {'image_ref': 'deb'})),
     ('resize', {'flavorRef': 'medium'}, ('resize', {'flavor': 'medium'})),
     ('createBackup', {'name': 'b', 'backup_type': 'd', 'rotation': '3'},
-     ('backup', {'image_name': 'b', 'rotation': 3})),
+     ('backup', {'image_name': 'b', 'rotation': 3, 'backup_type': 'd'})),
     ('os-migrateLive', {'host': None}, ('live_migrate', {})),
     ('os-migrateLive', {'host': 'h2'}, ('live_migrate', {'host': 'h2'})),
     ('rescue', None, ('rescue', {'password': None})),

@@ -2,6 +2,7 @@
 watching and migration (compute_agent/virt/fake.py)."""
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -188,6 +189,29 @@ def test_rebuild_and_snapshot_are_recorded(drv):
     drv.snapshot(UUID, image_name='snap-1')
     rec = drv.domain_record(UUID)
     assert rec['image_ref'] == 'img-2' and rec['snapshots'] == ['snap-1']
+
+
+def test_a_snapshot_target_is_a_qcow2_disk_naming_it(drv, tmp_path):
+    """Snapshot images are created qcow2 and the image service checks the
+    content: the fake writes a real qcow2, whose disk names the domain."""
+    from common.images import formats
+    spawned(drv)
+    target = tmp_path / 'snap.qcow2'
+    assert drv.snapshot(UUID, image_name='snap-1', target=str(target)) == (
+        'qcow2')
+    info = formats.check_file(str(target), 'qcow2')
+    assert info.virtual_size == fake.SNAPSHOT_SIZE
+    if shutil.which('qemu-img') is None:
+        return
+    check = subprocess.run(['qemu-img', 'check', '-f', 'qcow2', str(target)],
+                           check=False, capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    raw = tmp_path / 'snap.raw'
+    subprocess.run(['qemu-img', 'convert', '-f', 'qcow2', '-O', 'raw',
+                    str(target), str(raw)], check=True)
+    assert raw.read_bytes() == fake.snapshot_disk(UUID, 'snap-1')
+    assert raw.read_bytes().startswith(b'tristate fake disk of %s' %
+                                       UUID.encode())
 
 
 def test_destroy_removes_the_domain_and_is_idempotent(drv):

@@ -73,18 +73,60 @@ def test_a_snapshot_uploads_generated_qcow2_content_with_the_grant(view,
 
 
 def test_a_failed_upload_fails_the_task_with_the_reason(view, glance):
+    """Tristate's own image service (a grant): the image stays for the
+    conductor to mark killed."""
     tasks.HANDLERS['build'](view, _inst(), {})
     snap_id = GlanceClient(glance.url).create(disk_format='raw')['id']
     glance.fail[('PUT', '/v2/images/%s/file' % snap_id)] = 413
     with pytest.raises(virt.VirtError, match='upload of snapshot image '
                        '%s failed.*413' % snap_id) as exc:
         tasks.HANDLERS['backup'](view, _inst(), {
-            'image_name': 'b', 'image_id': snap_id,
-            'image': {'url': glance.url}})
+            'image_name': 'b', 'image_id': snap_id, 'rotation': 1,
+            'image': {'url': glance.url, 'grant': 'g1.write.sig'}})
     assert exc.value.rolled_back          # the domain is as it was
     assert glance.images[snap_id]['meta']['status'] == 'queued'
+    assert glance.count('DELETE', snap_id) == 0
     assert not [n for n in os.listdir(view.image_cache.path)
                 if '.part-' in n]
+
+
+def test_with_an_existing_glance_a_failed_upload_deletes_the_image(
+        view, glance):
+    """No grant: an existing Glance, where the API tier created the
+    image; the agent deletes it (as Nova) and the task fails."""
+    tasks.HANDLERS['build'](view, _inst(), {})
+    snap_id = GlanceClient(glance.url).create(disk_format='raw')['id']
+    glance.fail[('PUT', '/v2/images/%s/file' % snap_id)] = 503
+    with pytest.raises(virt.VirtError, match='upload of snapshot image '
+                       '%s failed.*503' % snap_id):
+        tasks.HANDLERS['snapshot'](view, _inst(), {
+            'image_name': 's', 'image_id': snap_id,
+            'image': {'url': glance.url, 'grant': None}})
+    assert snap_id not in glance.images
+
+
+def test_with_an_existing_glance_a_failed_snapshot_deletes_the_image(
+        view, glance):
+    """The driver fails before any upload: the queued image goes too."""
+    snap_id = GlanceClient(glance.url).create(disk_format='raw')['id']
+    with pytest.raises(virt.VirtError, match='does not exist'):
+        tasks.HANDLERS['snapshot'](view, _inst(), {
+            'image_name': 's', 'image_id': snap_id,
+            'image': {'url': glance.url, 'grant': None}})
+    assert snap_id not in glance.images
+
+
+def test_an_active_image_is_never_deleted_for_a_failure(view, glance):
+    """An upload refused because the image already has its data (a task
+    run twice) fails the task but keeps the image."""
+    tasks.HANDLERS['build'](view, _inst(), {})
+    snap_id = glance.add(b'earlier upload')
+    glance.fail[('PUT', '/v2/images/%s/file' % snap_id)] = 409
+    with pytest.raises(virt.VirtError, match='409'):
+        tasks.HANDLERS['snapshot'](view, _inst(), {
+            'image_name': 's', 'image_id': snap_id,
+            'image': {'url': glance.url, 'grant': None}})
+    assert glance.images[snap_id]['meta']['status'] == 'active'
 
 
 def test_a_snapshot_without_an_image_service_is_only_recorded(view):
