@@ -21,6 +21,7 @@ import uuid as uuidlib
 from oslo_config import cfg
 
 from bench import core
+from bench import imagedata
 from common import conf as tconf
 from common import context
 from common import rpc
@@ -29,7 +30,8 @@ from conductor import embedded
 
 MEMORY_URL = embedded.MEMORY_URL
 FLAVOR = 'tiny'
-IMAGE = 'cirros'
+# Every plane's catalogue holds it (bench.imagedata.register_image).
+IMAGE = imagedata.IMAGE
 # The owner of every instance the scenarios make through the API (noauth).
 TOKEN = 'bench:bench'
 
@@ -88,6 +90,7 @@ class Plane:
         core.wait_for(lambda: len(self.statedb.list_hosts()) >= self.hosts,
                       timeout=60, what='a heartbeat of every agent',
                       interval=0.01)
+        imagedata.register_image(self.conf, self.statedb)
         if self.want_api:
             from api import service as api_service
             self.api = api_service.serve_embedded(self.conf, self.embedded,
