@@ -20,8 +20,10 @@ transfer (its peak is reset just before, :func:`bench.imagedata.
 reset_peak`) and of the client process (a fresh one per transfer). Flat
 means no term that grows with the image: the target held is the peak at
 ``--big`` over the peak at ``--small``, ≤ 1.1 (the image is 100× bigger).
-The API process's CPU seconds per GB moved are printed too: where the
-rate would go with a second core to spare.
+The CPU seconds per GB moved of either process are printed too: on a
+shared machine the rate is the share of the cores a transfer gets, and
+1 / CPU per GB is the rate the process would reach with a core of its
+own.
 """
 
 import json
@@ -39,6 +41,7 @@ import requests
 from bench import core
 from api.image import access
 from bench import imagedata
+from common.db import api as db_api
 from common.db import engine
 from common.db import images as images_db
 from common.db import migration
@@ -90,14 +93,19 @@ def client_main(argv):
     return 0
 
 
+def _env():
+    """The environment of the processes started here: this tree first."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [ROOT] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
+
+
 def _client(op, url, image_id, grant, path):
     code = ('import sys; from bench.image_transfer import client_main; '
             'sys.exit(client_main(sys.argv[1:]))')
     proc = subprocess.run(
         [sys.executable, '-c', code, op, url, image_id, grant, path],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [ROOT] + [p for p in [os.environ.get('PYTHONPATH')] if p])))
+        env=_env())
     if proc.returncode != 0:
         raise RuntimeError('%s client failed (%d): %s' % (
             op, proc.returncode, proc.stderr.strip()[-1500:]))
@@ -122,7 +130,6 @@ class ApiProcess:
         self.db_url = 'sqlite:///%s' % os.path.join(path, 'api.sqlite')
         database = engine.Database(self.db_url)
         migration.upgrade(database)
-        from common.db import api as db_api
         self.statedb = db_api.StateDB(database)
         self.key = images_db.service_key(self.statedb, GRANT_KEY)
         self.proc = None
@@ -137,12 +144,12 @@ class ApiProcess:
                     % (self.path, os.path.join(self.path, 'api.log'),
                        self.db_url, self.port))
         code = 'import sys; from api.cmd.api import main; sys.exit(main())'
-        self.proc = subprocess.Popen(
-            [sys.executable, '-c', code, '--config-file', conf], cwd=ROOT,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=open(os.path.join(self.path, 'api.err'), 'wb'),
-            env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                [ROOT] + [p for p in [os.environ.get('PYTHONPATH')] if p])))
+        with open(os.path.join(self.path, 'api.err'), 'wb') as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, '-c', code, '--config-file', conf], cwd=ROOT,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=_env())
         core.wait_for(self._answers, timeout=60, interval=0.05,
                       what='tristate-api to answer')
         self.ps = psutil.Process(self.proc.pid)
@@ -227,12 +234,14 @@ def one_image(api, source, size, scratch):
     finally:
         api.request('DELETE', '/images/%s' % image['id'])
     out.update(up=size / up['seconds'] / MB, down=size / down['seconds'] / MB,
-               client_up=up['peak_rss_mb'], client_down=down['peak_rss_mb'])
+               client_up=up['peak_rss_mb'], client_down=down['peak_rss_mb'],
+               cpu_client_up=up['cpu'], cpu_client_down=down['cpu'])
     return out
 
 
 def measure(args):
-    """{size MiB: [one_image() per round]}, and the API's idle RSS (MiB)."""
+    """{size MiB: [one_image() per round]}, the API's idle RSS (MiB),
+    and where its store and the files were."""
     sizes = [args.small, args.big]
     seen = {size: [] for size in sizes}
     with imagedata.source_files(sizes) as sources:
@@ -248,7 +257,7 @@ def measure(args):
         finally:
             api.stop()
             shutil.rmtree(scratch, ignore_errors=True)
-    return seen, idle
+    return seen, idle, os.path.dirname(scratch)
 
 
 def _median(rounds, key):
@@ -256,14 +265,15 @@ def _median(rounds, key):
     return core.median(values), core.rounds_note(values, '%.1f')
 
 
-def _rates(seen, sizes):
+def _rates(seen, sizes, where):
     figures = []
     for size in sizes:
         for way, key in (('upload', 'up'), ('download', 'down')):
             value, note = _median(seen[size], key)
             figures.append(core.Figure(
                 NAME, '%s, %d MiB image' % (way, size), value, 'MB/s', '>=',
-                200, size='%d MiB, over HTTP on 127.0.0.1' % size, note=note))
+                200, size='%d MiB, over HTTP on 127.0.0.1, files and store in '
+                '%s' % (size, where), note=note))
     return figures
 
 
@@ -295,10 +305,14 @@ def _memory(seen, sizes, idle):
 def _cpu(seen, sizes):
     figures = []
     big = sizes[-1]
-    for way, key in (('upload', 'cpu_up'), ('download', 'cpu_down')):
+    for who, way, key in (('API', 'upload', 'cpu_up'),
+                          ('API', 'download', 'cpu_down'),
+                          ('client', 'upload', 'cpu_client_up'),
+                          ('client', 'download', 'cpu_client_down')):
         per_gb = [r[key] / (big * imagedata.MIB / 1e9) for r in seen[big]]
         figures.append(core.Figure(
-            NAME, 'API process CPU per GB, %s' % way, core.median(per_gb),
+            NAME, '%s process CPU per GB, %s' % (who, way),
+            core.median(per_gb),
             's/GB', size='%d MiB' % big,
             note=core.rounds_note(per_gb, '%.2f')))
     return figures
@@ -309,5 +323,5 @@ def run(args):
         raise SystemExit('--big (%d MiB) must be larger than --small (%d MiB)'
                          % (args.big, args.small))
     sizes = [args.small, args.big]
-    seen, idle = measure(args)
-    return _rates(seen, sizes) + _memory(seen, sizes, idle) + _cpu(seen, sizes)
+    seen, idle, where = measure(args)
+    return _rates(seen, sizes, where) + _memory(seen, sizes, idle) + _cpu(seen, sizes)
