@@ -86,11 +86,20 @@ def upload(plane, path, name):
         'name': name, 'disk_format': 'raw', 'container_format': 'bare'})
     made.raise_for_status()
     image_id = made.json()['id']
-    with open(path, 'rb') as f:
-        put = requests.put('%s/%s/file' % (base, image_id), data=f,
-                           timeout=600, headers=dict(
-                               headers,
-                               **{'Content-Type': 'application/octet-stream'}))
+    try:
+        with open(path, 'rb') as f:
+            put = requests.put('%s/%s/file' % (base, image_id), data=f,
+                               timeout=600, headers=dict(
+                                   headers, **{'Content-Type':
+                                               'application/octet-stream'}))
+    except requests.ConnectionError as err:
+        # The API answered before it read the body (and closed): say what
+        # became of the image.
+        seen = requests.get('%s/%s' % (base, image_id), headers=headers,
+                            timeout=60)
+        raise RuntimeError('upload of %s cut (%s); the image is now: %s %s'
+                           % (path, err, seen.status_code,
+                              seen.text[:300])) from None
     put.raise_for_status()
     return image_id
 
