@@ -246,8 +246,9 @@ def measure(args):
     seen = {size: [] for size in sizes}
     with imagedata.source_files(sizes) as sources:
         scratch = imagedata.scratch_dir(args.big * imagedata.MIB * 2)
-        api = ApiProcess(scratch)
+        api = None
         try:
+            api = ApiProcess(scratch)
             api.start()
             idle = api.ps.memory_info().rss / 2 ** 20
             for round_no in range(args.rounds):
@@ -255,7 +256,8 @@ def measure(args):
                     seen[size].append(one_image(
                         api, sources[size], size * imagedata.MIB, scratch))
         finally:
-            api.stop()
+            if api is not None:
+                api.stop()
             shutil.rmtree(scratch, ignore_errors=True)
     return seen, idle, os.path.dirname(scratch)
 
