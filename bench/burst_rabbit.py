@@ -15,6 +15,7 @@ import tempfile
 
 from bench import burst as burst_mod
 from bench import core
+from bench import imagedata
 from bench import plane as plane_mod
 from bench import services
 from common import context
@@ -47,7 +48,7 @@ class ApiTier:
         self.conf.set_override('auth_strategy', 'noauth', group='api')
         database = engine.Database(daemons.db_url)
         self.statedb = db_api.StateDB(database)
-        plane_mod.register_image(self.conf, self.statedb)
+        imagedata.register_image(self.conf, self.statedb)
         self.bus = rpc.Bus(self.conf)
         ctx = context.get_admin_context()
         services.wait_conductor(rpcapi.ConductorAPI(self.bus, self.conf,

@@ -21,27 +21,19 @@ import uuid as uuidlib
 from oslo_config import cfg
 
 from bench import core
+from bench import imagedata
 from common import conf as tconf
 from common import context
 from common import rpc
-from common.images import register
 from common.states import vm
 from conductor import embedded
 
 MEMORY_URL = embedded.MEMORY_URL
 FLAVOR = 'tiny'
-# The image every scenario boots: registered in each plane's catalogue
-# (a small raw disk; the fake driver fetches nothing).
-IMAGE = '5c0f3c2e-8d1a-4b7e-9f2a-3e6d4c1b0a99'
-IMAGE_DATA = b'tristate bench disk\n'.ljust(1024 * 1024, b'\0')
+# Every plane's catalogue holds it (bench.imagedata.register_image).
+IMAGE = imagedata.IMAGE
 # The owner of every instance the scenarios make through the API (noauth).
 TOKEN = 'bench:bench'
-
-
-def register_image(conf, statedb):
-    """:data:`IMAGE` in the plane's catalogue and store."""
-    register.register_image(conf, statedb, IMAGE_DATA, image_id=IMAGE,
-                            name='bench')
 
 
 def quiet_logs():
@@ -98,7 +90,7 @@ class Plane:
         core.wait_for(lambda: len(self.statedb.list_hosts()) >= self.hosts,
                       timeout=60, what='a heartbeat of every agent',
                       interval=0.01)
-        register_image(self.conf, self.statedb)
+        imagedata.register_image(self.conf, self.statedb)
         if self.want_api:
             from api import service as api_service
             self.api = api_service.serve_embedded(self.conf, self.embedded,

@@ -19,6 +19,8 @@ A download answers the store's chunks as they come, with Glance's
 """
 
 import logging
+import queue
+import threading
 import time
 
 import flask
@@ -36,6 +38,9 @@ LOG = logging.getLogger(__name__)
 bp = flask.Blueprint('image_data', __name__)
 
 SIZE_HEADER = 'X-OpenStack-Image-Size'
+# Chunks of the body read from the socket ahead of the store (memory: this
+# many [image] chunk_size pieces at most, whatever the image's size).
+READ_AHEAD = 4
 
 
 class UploadCut(exception.Invalid):
@@ -84,7 +89,9 @@ class _Body:
         if self.deadline is not None:
             self.deadline(self.idle)
         try:
-            return self.stream.read(self.chunk_size)
+            chunk = self.stream.read(self.chunk_size)
+            self.count += len(chunk)
+            return chunk
         except (OSError, ValueError, http_exceptions.ClientDisconnected):
             raise UploadCut(image=self.image_id, count=self.count,
                             idle=self.idle) from None
@@ -102,15 +109,71 @@ class _Body:
             raise UploadPreempted(image=self.image_id)
 
     def __iter__(self):
-        while True:
-            chunk = self._read()
-            if not chunk:
-                break
-            self.count += len(chunk)
-            self.inspector.feed(chunk)
-            self._touch()
-            yield chunk
+        reader = _ReadAhead(self._read, READ_AHEAD)
+        try:
+            for chunk in reader:
+                self.inspector.feed(chunk)
+                self._touch()
+                yield chunk
+        finally:
+            reader.close()
         self.inspector.finish()
+
+
+class _ReadAhead:
+    """The chunks ``read()`` returns until ``b''``, read by a thread of
+    their own up to ``depth`` chunks ahead of the consumer.
+
+    Why: the store hashes every chunk twice (glance_store's md5 and sha512,
+    one after the other, in the request's thread) and that is most of an
+    upload's CPU; the socket reads and their copies (cheroot's buffered
+    reader is pure Python) are most of the rest. Hashing releases the GIL,
+    so with a thread of their own the reads of the next chunks overlap the
+    hashing of this one. An error of ``read()`` (the client went away or
+    idle) is raised to the consumer; :meth:`close` stops the thread.
+    """
+
+    def __init__(self, read, depth):
+        self._read = read
+        self._queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name='image-upload-reader')
+        self._thread.start()
+
+    def _run(self):
+        try:
+            while not self._stop.is_set():
+                chunk = self._read()
+                self._put((chunk, None))
+                if not chunk:
+                    return
+        except BaseException as err:        # handed to the consumer
+            self._put((None, err))
+
+    def _put(self, item):
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def __iter__(self):
+        while True:
+            chunk, err = self._queue.get()
+            if err is not None:
+                raise err
+            if not chunk:
+                return
+            yield chunk
+
+    def close(self):
+        """Stop reading ahead; returns once the thread has (a read under
+        way ends with data, or at the idle deadline): the connection is
+        never read by two threads."""
+        self._stop.set()
+        self._thread.join()
 
 
 def _check_formats(image):

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import shutil
 
 import pytest
 
@@ -60,8 +61,10 @@ def _need_services(name):
 
 @pytest.mark.parametrize('name', list(scenarios.ALL))
 def test_scenario_runs_and_gives_figures(name):
-    if name == 'shutdown_libvirt':
+    if name in ('shutdown_libvirt', 'image_cached_build'):
         pytest.importorskip('libvirt')
+    if name == 'image_cached_build' and shutil.which('qemu-img') is None:
+        pytest.skip('image_cached_build needs qemu-img (qemu-utils)')
     _need_services(name)
     figures = _run(scenarios.ALL[name])
     assert figures, 'scenario %s produced no figure' % name
@@ -79,7 +82,8 @@ def test_scenario_runs_and_gives_figures(name):
 def test_every_scenario_is_in_the_table_order():
     assert list(scenarios.ALL) == [
         'build_one', 'burst', 'delete', 'burst_rabbit', 'shutdown',
-        'shutdown_libvirt', 'reports', 'scheduler', 'conflicts', 'memory']
+        'shutdown_libvirt', 'reports', 'scheduler', 'conflicts', 'memory',
+        'image_transfer', 'image_cached_build']
 
 
 def test_output_prints_a_table_and_json_lines(tmp_path, capsys):
@@ -160,3 +164,30 @@ def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
     assert per_round.value == pytest.approx(1.0)
     assert per_round.note == 'median of 3 rounds: 1.000, 1.000, 0.150'
     assert per_round.op is None
+
+
+def test_a_peak_of_memory_is_read_and_reset(tmp_path):
+    """The image scenarios read a process's peak RSS and start a new peak
+    before each transfer; a buffer held and freed shows in the peak, and
+    not after the reset."""
+    from bench import imagedata
+    if not imagedata.reset_peak():
+        pytest.skip('/proc/self/clear_refs is not writable here')
+    before = imagedata.peak_rss_mb()        # the RSS now: a new peak
+    held = bytearray(64 * 1024 * 1024)
+    for i in range(0, len(held), 4096):
+        held[i] = 1
+    assert imagedata.peak_rss_mb() >= before + 60
+    del held
+    assert imagedata.reset_peak()
+    assert imagedata.peak_rss_mb() < before + 30
+
+
+def test_random_sources_have_their_size_and_go_away():
+    from bench import imagedata
+    with imagedata.source_files([1, 3]) as paths:
+        assert {size: os.path.getsize(path) for size, path in paths.items()} \
+            == {1: imagedata.MIB, 3: 3 * imagedata.MIB}
+        with open(paths[1], 'rb') as f:
+            assert len(set(f.read(4096))) > 64        # not zeros: random
+    assert not any(os.path.exists(path) for path in paths.values())
