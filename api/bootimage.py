@@ -28,7 +28,7 @@ def find(conf, statedb, ctx, image_id):
     """The image record ``ctx`` sees, or :class:`BadImage`."""
     try:
         if not conf.image.api_endpoint:
-            return images_db.get(statedb, ctx, image_id)
+            return images_db.get_for_boot(statedb, ctx, image_id)
         return glance(conf, ctx).show(image_id)
     except (exception.NotFound, image_client.ImageForbidden):
         raise BadImage(reason='Image %s could not be found.'

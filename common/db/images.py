@@ -34,6 +34,8 @@ from sqlalchemy.dialects import postgresql
 
 from common import exception
 from common.db import models
+from common.db import prepared
+from common.db.prepared import bind
 from common.db import quotas
 
 I = models.Image.__table__  # noqa: E741
@@ -128,6 +130,36 @@ def _get(conn, ctx, image_id, lock=False):
     if image is None:
         raise exception.ImageNotFound(image=image_id)
     return image
+
+
+# What a server create, rebuild or rescue checks, by prepared statements
+# (the create path is hot: no statement compiled per request).
+_FOR_BOOT = prepared.Prepared(sa.select(
+    I.c.id, I.c.status, I.c.visibility, I.c.owner, I.c.disk_format,
+    I.c.min_disk, I.c.min_ram, I.c.size, I.c.virtual_size).where(
+        I.c.id == bind('id', I.c.id.type), I.c.status != DELETED))
+_MEMBERSHIP = prepared.Prepared(sa.select(M.c.status).where(
+    M.c.image_id == bind('id', M.c.image_id.type),
+    M.c.member == bind('member', M.c.member.type)))
+
+
+def get_for_boot(statedb, ctx, image_id):
+    """What a boot checks of the image (id, status, visibility, owner,
+    disk_format, min_disk, min_ram, size, virtual_size) if ``ctx`` sees it
+    (:func:`can_see`), else :class:`~common.exception.ImageNotFound`."""
+    def txn(conn):
+        image = _FOR_BOOT.one(conn, id=image_id)
+        if image is None:
+            raise exception.ImageNotFound(image=image_id)
+        member = None
+        if image['visibility'] == 'shared' and not owns(ctx, image):
+            found = _MEMBERSHIP.one(conn, id=image_id,
+                                    member=ctx.project_id)
+            member = found and found['status']
+        if not can_see(ctx, image, member):
+            raise exception.ImageNotFound(image=image_id)
+        return image
+    return statedb.db.transaction(txn, readonly=True)
 
 
 def get(statedb, ctx, image_id):

@@ -282,3 +282,25 @@ def test_service_key_is_made_once_under_a_race(statedb):
     assert not errors
     assert len(set(keys)) == 1 and len(keys[0]) == 32
     assert images.service_key(statedb, 'other') != keys[0]
+
+
+def test_a_boot_sees_what_a_show_sees(statedb):
+    """get_for_boot (the create path's prepared read) follows get's rule."""
+    made = {v: _make(statedb, visibility=v)['id']
+            for v in ('private', 'public', 'community', 'shared')}
+    gone = _make(statedb, visibility='public')['id']
+    images.delete(statedb, ALICE, gone)
+    images.add_member(statedb, ALICE, made['shared'], 'carol')
+    for ctx in (ALICE, BOB, CAROL, ADMIN):
+        for image_id in list(made.values()) + [gone]:
+            try:
+                expected = images.get(statedb, ctx, image_id)['id']
+            except exception.ImageNotFound:
+                expected = None
+            try:
+                got = images.get_for_boot(statedb, ctx, image_id)['id']
+            except exception.ImageNotFound:
+                got = None
+            assert got == expected, (ctx.project_id, image_id)
+    assert images.get_for_boot(statedb, CAROL, made['shared'])['owner'] == (
+        'alice')
