@@ -6,6 +6,7 @@ named ``cirros``: what a server create names unless a test uploads its own
 (the API refuses a create whose image is not in the catalogue).
 """
 
+from common.images import client
 from common.images import register
 
 IMAGE = '0c1e6f57-3d0a-4c6b-9a5e-5a9d1b8e2c10'
@@ -30,3 +31,15 @@ def register_image(conf, statedb, *, image_id=IMAGE, name=IMAGE_NAME,
     returned as it is."""
     return register.register_image(conf, statedb, data, image_id=image_id,
                                    name=name, **values)
+
+
+def upload_image(api_url, *, image_id=IMAGE, name=IMAGE_NAME, data=DATA,
+                 token='admin:admin'):
+    """:data:`IMAGE` made public through a running API's image service (as
+    an admin of noauth), as a user uploads one: for planes of separate
+    processes, whose database and store the test does not hold."""
+    glance = client.GlanceClient(api_url + '/image', token=token)
+    glance.create(id=image_id, name=name, visibility='public',
+                  disk_format='raw', container_format='bare')
+    glance.upload(image_id, iter([data]), size=len(data))
+    return glance.show(image_id)

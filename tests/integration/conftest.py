@@ -51,6 +51,7 @@ from common.db import engine
 from common.db import migration
 from compute_agent import journal
 from compute_agent.virt import fake
+from tests import images_support
 from tests.conftest import pg_database
 from conductor import rpcapi
 
@@ -295,7 +296,9 @@ class Plane:
         })
         self.spawn('api', 'api')
         self.wait_for(lambda: _listening(port), 60, 'the API to listen')
-        return 'http://127.0.0.1:%d' % port
+        url = 'http://127.0.0.1:%d' % port
+        images_support.upload_image(url)      # what servers boot
+        return url
 
     def _answers(self, conductor_api):
         try:
