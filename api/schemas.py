@@ -85,12 +85,27 @@ def reservation_hint(body):
     return hints.get('reservation_id') or hints.get('reservation')
 
 
+# openstackclient's ``server create --image`` sends the image twice: as
+# ``imageRef`` and as the root disk's mapping (Nova's default: the image
+# on the host's local disk, deleted with the server). That one mapping is
+# what Tristate does anyway, so it is accepted (the route checks that its
+# uuid is the imageRef); volumes, blank, swap and ephemeral disks are not.
+IMAGE_ROOT_DISK = {
+    'type': 'array', 'minItems': 1, 'maxItems': 1,
+    'items': _object(
+        ['uuid', 'source_type', 'destination_type', 'boot_index'],
+        uuid=IMAGE_REF, source_type={'enum': ['image']},
+        destination_type={'enum': ['local']},
+        boot_index={'enum': [0, '0']},
+        delete_on_termination={'enum': [True, 'true', 'True']})}
+
 CREATE_SERVER = _object(
     ['server'],
     server=_object(
         ['name', 'flavorRef', 'imageRef'],
         name=NAME, flavorRef=REF, imageRef=IMAGE_REF, metadata=METADATA,
         min_count={'enum': [1, '1']}, max_count={'enum': [1, '1']},
+        block_device_mapping_v2=IMAGE_ROOT_DISK,
         **dict.fromkeys(_IGNORED_CREATE, ANYTHING)),
     **{'os:scheduler_hints': SCHEDULER_HINTS,
        'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})

@@ -85,7 +85,8 @@ def _rescue_password(client, params):
 
 def _answer(spec, params, after):
     """Nova's answer to an accepted action: empty, except rescue's
-    password and the image id of createImage and createBackup."""
+    password, the image id of createImage and createBackup, and the
+    rebuild's server."""
     if spec.key == 'rescue':
         shown = (request.services().conf.api.enable_instance_password
                  and 'password' in params)
@@ -93,7 +94,19 @@ def _answer(spec, params, after):
         return flask.make_response(flask.jsonify(body), spec.status)
     if spec.key in ('createImage', 'createBackup') and after.get('image_id'):
         return _image_answer(spec, params, after['image_id'])
+    if spec.key == 'rebuild':
+        return _rebuild_answer(spec, params, after)
     return request.no_content(spec.status)
+
+
+def _rebuild_answer(spec, params, after):
+    """The server as the claimed rebuild has it, with the image it is
+    being rebuilt from (Nova's answer, which ``openstack server rebuild``
+    prints): the record's ``image_ref`` changes only when the rebuild
+    succeeds. No ``adminPass``: a rebuild here sets no password."""
+    inst = dict(after, image_ref=params['image_ref'])
+    return flask.make_response(
+        flask.jsonify({'server': request.server_body(inst)}), spec.status)
 
 
 def _image_answer(spec, params, image_id):

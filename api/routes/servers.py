@@ -280,6 +280,17 @@ def update(server_id):
     return {'server': request.server_body(inst, fault=_fault(inst))}
 
 
+def _check_root_disk(body, image_ref):
+    """The root disk's mapping (openstackclient's), if any, is imageRef's."""
+    for mapping in body.get('block_device_mapping_v2', ()):
+        if actions.ref(mapping['uuid']) != image_ref:
+            raise exception.Invalid(
+                'Invalid input for field/attribute server.'
+                'block_device_mapping_v2.0.uuid. Value: %s. The root disk '
+                'is the image imageRef names (%s): Tristate boots from '
+                'that image only' % (mapping['uuid'], image_ref))
+
+
 @bp.post('', strict_slashes=False)
 def create():
     whole = request.json_body(schemas.CREATE_SERVER)
@@ -291,6 +302,7 @@ def create():
     reservation = schemas.reservation_hint(whole)
     flavor, image_ref = actions.ref(body['flavorRef']), actions.ref(
         body['imageRef'])
+    _check_root_disk(body, image_ref)
     request.boot_image(image_ref, flavor)
     inst = request.services().client.create_instance(
         request.context(), name=body['name'], flavor=flavor,
