@@ -553,14 +553,20 @@ def list_members(statedb, ctx, image_id):
     return statedb.db.transaction(txn, readonly=True)
 
 
+def _member_seen(conn, ctx, image_id, member):
+    """(image, membership) when ``ctx`` may see ``member`` of ``image_id``
+    (the owner sees every member, a member itself), else
+    :class:`~common.exception.ImageMemberNotFound`."""
+    image = _shared_image(conn, ctx, image_id)
+    found = _membership(conn, image_id, member)
+    if found is None or not (owns(ctx, image) or member == ctx.project_id):
+        raise exception.ImageMemberNotFound(image=image_id, member=member)
+    return image, found
+
+
 def get_member(statedb, ctx, image_id, member):
     def txn(conn):
-        image = _shared_image(conn, ctx, image_id)
-        found = _membership(conn, image_id, member)
-        if found is None or not (owns(ctx, image)
-                                 or member == ctx.project_id):
-            raise exception.ImageMemberNotFound(image=image_id, member=member)
-        return found
+        return _member_seen(conn, ctx, image_id, member)[1]
     return statedb.db.transaction(txn, readonly=True)
 
 
@@ -589,11 +595,7 @@ def update_member(statedb, ctx, image_id, member, status):
                                      expected=', '.join(MEMBER_STATUSES))
 
     def txn(conn):
-        image = _shared_image(conn, ctx, image_id)
-        found = _membership(conn, image_id, member)
-        if found is None or not (owns(ctx, image)
-                                 or member == ctx.project_id):
-            raise exception.ImageMemberNotFound(image=image_id, member=member)
+        _member_seen(conn, ctx, image_id, member)
         if not ctx.is_admin and member != ctx.project_id:
             raise exception.Forbidden("You are not permitted to modify "
                                       "'status' on this image member.")
@@ -607,11 +609,7 @@ def update_member(statedb, ctx, image_id, member, status):
 def delete_member(statedb, ctx, image_id, member):
     """The owner stops sharing with ``member``."""
     def txn(conn):
-        image = _shared_image(conn, ctx, image_id)
-        found = _membership(conn, image_id, member)
-        if found is None or not (owns(ctx, image)
-                                 or member == ctx.project_id):
-            raise exception.ImageMemberNotFound(image=image_id, member=member)
+        image, _found = _member_seen(conn, ctx, image_id, member)
         if not owns(ctx, image):
             raise exception.Forbidden('Not allowed to delete members for '
                                       'image %s.' % image_id)
