@@ -30,6 +30,7 @@ from tests.functional.conftest import faults
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import used
 from tests.functional.conftest import wait_heartbeat
+from tests.functional.conftest import wait_hung
 from tests.functional.conftest import wait_instance
 
 TINY = (1, 512, 1)
@@ -67,6 +68,9 @@ def test_a_reset_to_active_is_counted_or_refused_with_409(
     wait_instance(plane, lost,
                   lambda i: i['progress_step'] == states.step.SPAWNING,
                   what='spawning')
+    # SPAWNING is reported before the driver is called: cleared before the
+    # spawn met it, the fault would never fire and the domain would be made
+    wait_hung(plane, 'host1', 'spawn')
     clock.advance(BUILD_TIMEOUT + 1)
     assert plane.conductor.periodic.run_once()['reaped'] == 1
     faults(plane, 'host1').clear_faults()
