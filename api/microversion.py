@@ -84,8 +84,12 @@ EMBEDDED_FLAVOR = APIVersion(2, 47)
 EVENTS_FOR_ALL = APIVersion(2, 51)
 EVENT_HOST = APIVersion(2, 62)
 EVENT_DETAILS = APIVersion(2, 84)
-PENDING = APIVersion(2, 101)
-MAX = PENDING
+HOST_STATUS = APIVersion(2, 16)
+# Tristate's own microversion, above Nova's maximum (2.100): PENDING and
+# every ``tristate:*`` key of a body.
+TRISTATE = APIVersion(2, 101)
+PENDING = TRISTATE
+MAX = TRISTATE
 
 SERVICE = 'compute'
 HEADER = 'OpenStack-API-Version'

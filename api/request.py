@@ -91,13 +91,16 @@ def hosts_up():
     return {h['name']: h['up'] for h in services().client.list_hosts(ctx)}
 
 
-def server_body(inst, up=None, fault=None):
+def server_body(inst, up=None, fault=None, kind=views.SHOW):
+    """The server as Nova's view ``kind`` (:data:`views.SHOW`, ``LIST``,
+    ``UPDATE``, ``REBUILD``) shows it to this caller at this request's
+    microversion."""
     up = hosts_up() if up is None else up
     extended, host_status = _sees_where(inst['project_id'])
     return views.server(
         inst, version=version(), links=links(),
         host_up=up.get(inst.get('host'), False), fault=fault,
-        extended=extended, host_status=host_status)
+        extended=extended, host_status=host_status, kind=kind)
 
 
 def _sees_where(project_id):

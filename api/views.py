@@ -6,7 +6,10 @@ anyone.
 """
 
 import datetime
+import functools
 import hashlib
+import re
+import uuid as uuidlib
 
 from api import microversion
 from api import status
@@ -70,8 +73,18 @@ def version_doc(links):
 # --- servers -------------------------------------------------------------------
 
 def metadata(inst):
+    """The reconcile policies, as metadata keys (the metadata routes)."""
     return {key: inst[POLICY_COLUMNS[name]]
             for name, key in POLICY_KEYS.items()}
+
+
+def server_metadata(inst, version):
+    """A server's ``metadata``: the user's (``inst['metadata']``), and from
+    Tristate's own microversion the reconcile policies too."""
+    shown = dict(inst.get('metadata') or {})
+    if version >= microversion.TRISTATE:
+        shown.update(metadata(inst))
+    return shown
 
 
 def _flavor(inst, version, links):
@@ -99,31 +112,111 @@ def _progress(inst):
             'percent': inst.get('progress_percent') or 0}
 
 
+def created_server(inst, links):
+    """The answer to ``POST /servers``: what Nova's create schema allows.
+    No ``adminPass``: Tristate sets no password at create (it would go
+    nowhere); no ``security_groups``: there is no networking yet. A client
+    reads the rest with ``GET /servers/{id}``."""
+    return {'id': inst['uuid'], 'links': links.links('servers', inst['uuid']),
+            'OS-DCF:diskConfig': 'MANUAL'}
+
+
 def server_summary(inst, links):
     return {'id': inst['uuid'], 'name': inst['name'],
             'links': links.links('servers', inst['uuid'])}
 
 
 # Nova's os-extended-server-attributes: where the server runs (admin-only
-# by default, as in Nova).
+# by default, as in Nova); from 2.3 more of them, from 2.90 the hostname
+# for everyone.
 EXTENDED_ATTRIBUTES = ('OS-EXT-SRV-ATTR:host',
                        'OS-EXT-SRV-ATTR:hypervisor_hostname',
                        'OS-EXT-SRV-ATTR:instance_name')
+EXTENDED_ATTRIBUTES_2_3 = ('OS-EXT-SRV-ATTR:reservation_id',
+                           'OS-EXT-SRV-ATTR:launch_index',
+                           'OS-EXT-SRV-ATTR:hostname',
+                           'OS-EXT-SRV-ATTR:kernel_id',
+                           'OS-EXT-SRV-ATTR:ramdisk_id',
+                           'OS-EXT-SRV-ATTR:root_device_name',
+                           'OS-EXT-SRV-ATTR:user_data')
+# Nova shows ``progress`` only in these statuses.
+_PROGRESS_STATUSES = frozenset(('ACTIVE', 'BUILD', 'REBUILD', 'RESIZE',
+                                'VERIFY_RESIZE', 'MIGRATING'))
+
+# The four answers that carry a server, as Nova builds them: GET
+# /servers/{id}, an item of /servers/detail, PUT /servers/{id} and the
+# rebuild's. Before 2.75 the last two are Nova's basic view (no extension
+# attributes); from 2.75 they are the show view.
+SHOW, LIST, UPDATE, REBUILD = 'show', 'list', 'update', 'rebuild'
+
+V = microversion.APIVersion
+# (microversion, key, the views it is in): Nova's keys added after 2.1
+# (Tempest's response schemas v2_9 ... v2_100). Values: _gated_value.
+_GATED = (
+    (V(2, 9), 'locked', (SHOW, LIST, UPDATE, REBUILD)),
+    (V(2, 19), 'description', (SHOW, LIST, UPDATE, REBUILD)),
+    (V(2, 26), 'tags', (SHOW, LIST, UPDATE, REBUILD)),
+    (V(2, 54), 'key_name', (REBUILD,)),
+    (V(2, 57), 'user_data', (REBUILD,)),
+    (V(2, 63), 'trusted_image_certificates', (SHOW, LIST, UPDATE, REBUILD)),
+    (V(2, 71), 'server_groups', (SHOW, UPDATE, REBUILD)),
+    (V(2, 73), 'locked_reason', (SHOW, LIST, UPDATE, REBUILD)),
+    (V(2, 96), 'pinned_availability_zone', (SHOW, LIST, UPDATE, REBUILD)),
+    (V(2, 100), 'scheduler_hints', (SHOW, LIST, UPDATE, REBUILD)),
+)
+_DEFAULTS = {'locked': False, 'description': None, 'tags': [],
+             'key_name': None, 'user_data': None,
+             'trusted_image_certificates': None, 'server_groups': [],
+             'locked_reason': None, 'pinned_availability_zone': None,
+             'scheduler_hints': {}}
+SHOWS_ALL = V(2, 75)
+HOSTNAME_FOR_ALL = V(2, 90)
+MORE_EXTENDED = V(2, 3)
+
+
+class _Shape:
+    """What one (microversion, view) shows: worked out once per pair, so
+    a list of a thousand servers compares versions once."""
+
+    def __init__(self, version, kind):
+        full = kind in (SHOW, LIST) or version >= SHOWS_ALL
+        self.full = full
+        self.extended = (EXTENDED_ATTRIBUTES + EXTENDED_ATTRIBUTES_2_3
+                         if version >= MORE_EXTENDED else EXTENDED_ATTRIBUTES)
+        if kind == REBUILD and version >= SHOWS_ALL:
+            # user_data is its own key in a rebuild's answer
+            self.extended = tuple(k for k in self.extended
+                                  if k != 'OS-EXT-SRV-ATTR:user_data')
+        self.hostname_for_all = version >= HOSTNAME_FOR_ALL
+        self.host_status = full and version >= microversion.HOST_STATUS
+        self.gated = tuple(key for since, key, kinds in _GATED
+                           if version >= since and kind in kinds)
+        self.tristate = version >= microversion.TRISTATE
+        self.version = version
+
+
+@functools.lru_cache(maxsize=512)
+def _shape(version, kind):
+    return _Shape(version, kind)
 
 
 def server(inst, *, version, links, host_up=True, fault=None,
-           extended=True, host_status=True):
-    """The detailed body of one server (GET /servers/{id}, /servers/detail).
+           extended=True, host_status=True, kind=SHOW):
+    """The body of one server, as Nova's view ``kind`` at ``version``
+    (GET /servers/{id}, an item of /servers/detail, PUT, rebuild).
 
     ``extended`` and ``host_status`` say whether the caller may see the
     ``OS-EXT-SRV-ATTR:*`` keys and ``host_status`` (Nova's policies
     ``os-extended-server-attributes`` and ``servers:show:host_status``);
-    keys the caller may not see are left out, as Nova does.
+    keys the caller may not see are left out, as Nova does. Tristate's own
+    keys (``tristate:*``) appear only from its own microversion.
     """
+    shape = _shape(version, kind)
     vm_state, task_state = inst['vm_state'], inst['task_state']
     body = server_summary(inst, links)
+    shown_status = status.shown_status(vm_state, task_state, version)
     body.update({
-        'status': status.shown_status(vm_state, task_state, version),
+        'status': shown_status,
         'tenant_id': inst['project_id'],
         'user_id': inst['user_id'],
         'created': isotime(inst['created_at']),
@@ -137,40 +230,94 @@ def server(inst, *, version, links, host_up=True, fault=None,
         'addresses': {},
         'accessIPv4': '',
         'accessIPv6': '',
-        'key_name': None,
-        'metadata': metadata(inst),
-        'progress': inst.get('progress_percent') or 0,
-        'config_drive': '',
-        'locked': False,
-        'description': None,
-        'tags': [],
+        'metadata': server_metadata(inst, version),
         'OS-DCF:diskConfig': 'MANUAL',
+    })
+    if shown_status in _PROGRESS_STATUSES:
+        body['progress'] = inst.get('progress_percent') or 0
+    if fault is not None:
+        body['fault'] = fault
+    if shape.full:
+        _add_extensions(body, inst, shape, extended)
+        if shape.host_status and host_status:
+            body['host_status'] = _host_status(inst, host_up)
+    for key in shape.gated:
+        body[key] = _gated_value(inst, key)
+    if shape.tristate:
+        _add_tristate(body, inst, host_up)
+    return body
+
+
+def _gated_value(inst, key):
+    value = inst.get(key)
+    if value is None:
+        value = _DEFAULTS[key]
+        return list(value) if isinstance(value, list) else (
+            dict(value) if isinstance(value, dict) else value)
+    return bool(value) if key == 'locked' else value
+
+
+def _add_extensions(body, inst, shape, extended):
+    """Nova's show/detail extensions: zone, states, usage, where it runs."""
+    body.update({
+        'key_name': inst.get('key_name'),
+        'config_drive': '',
         'OS-EXT-AZ:availability_zone': AVAILABILITY_ZONE,
-        'OS-EXT-STS:vm_state': status.shown_vm_state(vm_state, version),
-        'OS-EXT-STS:task_state': task_state,
+        'OS-EXT-STS:vm_state': status.shown_vm_state(inst['vm_state'],
+                                                     shape.version),
+        'OS-EXT-STS:task_state': inst['task_state'],
         'OS-EXT-STS:power_state': inst['power_state'],
-        'OS-EXT-SRV-ATTR:host': inst['host'],
-        'OS-EXT-SRV-ATTR:hypervisor_hostname': inst['host'],
-        'OS-EXT-SRV-ATTR:instance_name': 'instance-%s' % inst['uuid'],
         'OS-SRV-USG:launched_at': isotime(inst.get('launched_at')),
         'OS-SRV-USG:terminated_at': isotime(inst.get('hard_deleted_at')),
-        'host_status': _host_status(inst, host_up),
+        'os-extended-volumes:volumes_attached': [],
+    })
+    if extended:
+        body.update({key: _extended_value(inst, key)
+                     for key in shape.extended})
+    elif shape.hostname_for_all:
+        body['OS-EXT-SRV-ATTR:hostname'] = _hostname(inst)
+
+
+def _extended_value(inst, key):
+    if key in ('OS-EXT-SRV-ATTR:host', 'OS-EXT-SRV-ATTR:hypervisor_hostname'):
+        return inst['host']
+    if key == 'OS-EXT-SRV-ATTR:instance_name':
+        return 'instance-%s' % inst['uuid']
+    if key == 'OS-EXT-SRV-ATTR:hostname':
+        return _hostname(inst)
+    if key == 'OS-EXT-SRV-ATTR:launch_index':
+        return 0
+    # reservation_id, kernel_id, ramdisk_id, root_device_name, user_data:
+    # Tristate keeps none of them (a lease's reservation is another thing)
+    return inst.get(key.partition(':')[2])
+
+
+def _hostname(inst):
+    """Nova's hostname of a server: its name with spaces, ``_`` and ``.``
+    made ``-``, other characters but letters and digits dropped,
+    lowercase, at most 63 characters."""
+    if inst.get('hostname'):
+        return inst['hostname']
+    name = _HOSTNAME_DROP.sub('', _HOSTNAME_DASH.sub('-', inst['name']))
+    name = name.lower()[:63].strip('-.')
+    return name or 'server-%s' % inst['uuid']
+
+
+_HOSTNAME_DASH = re.compile(r'[ _.]')
+_HOSTNAME_DROP = re.compile(r'[^A-Za-z0-9-]+')
+
+
+def _add_tristate(body, inst, host_up):
+    body.update({
         'tristate:task_id': inst['task_id'],
         'tristate:progress': _progress(inst),
         'tristate:power_state_name': states.power_state_name(
             inst['power_state']),
         'tristate:power_reason': inst.get('power_reason'),
         'tristate:oper_state': reconcile.oper_state(inst, host_up=host_up),
-        'tristate:ec2_state': status.ec2_state(vm_state, task_state),
+        'tristate:ec2_state': status.ec2_state(inst['vm_state'],
+                                               inst['task_state']),
     })
-    if not extended:
-        for key in EXTENDED_ATTRIBUTES:
-            del body[key]
-    if not host_status:
-        del body['host_status']
-    if fault is not None:
-        body['fault'] = fault
-    return body
 
 
 def _host_status(inst, host_up):
@@ -189,16 +336,42 @@ def fault(entry):
 
 # --- flavors ---------------------------------------------------------------------
 
-def flavor(flv, links, *, detail=True):
-    body = {'id': flv.name, 'name': flv.name,
-            'links': links.links('flavors', flv.name)}
-    if detail:
-        body.update({
-            'vcpus': flv.vcpus, 'ram': flv.memory_mb, 'disk': flv.disk_gb,
-            'swap': 0, 'OS-FLV-EXT-DATA:ephemeral': 0, 'rxtx_factor': 1.0,
-            'OS-FLV-DISABLED:disabled': False,
-            'os-flavor-access:is_public': True, 'description': None,
-            'extra_specs': {}})
+FLAVOR_DESCRIPTION = V(2, 55)
+FLAVOR_EXTRA_SPECS = V(2, 61)
+SWAP_AS_INTEGER = V(2, 75)
+
+
+def _get(flv, name, default=None):
+    """A flavor's field: flavors are dicts (the database's) or
+    :class:`common.flavors.Flavor` values (the configuration's)."""
+    if isinstance(flv, dict):
+        return flv.get(name, default)
+    return getattr(flv, name, default)
+
+
+def flavor(flv, links, *, detail=True, version=microversion.MIN,
+           extra_specs=True):
+    """A flavor as Nova shows it at ``version``: ``description`` from 2.55
+    (list and detail), ``extra_specs`` from 2.61 (detail, to those allowed
+    to read them), ``swap`` 0 instead of "" from 2.75."""
+    ident = _get(flv, 'id') or _get(flv, 'name')
+    body = {'id': ident, 'name': _get(flv, 'name'),
+            'links': links.links('flavors', ident)}
+    if version >= FLAVOR_DESCRIPTION:
+        body['description'] = _get(flv, 'description')
+    if not detail:
+        return body
+    swap = _get(flv, 'swap', 0) or 0
+    body.update({
+        'vcpus': _get(flv, 'vcpus'), 'ram': _get(flv, 'memory_mb'),
+        'disk': _get(flv, 'disk_gb'),
+        'swap': swap if swap or version >= SWAP_AS_INTEGER else '',
+        'OS-FLV-EXT-DATA:ephemeral': _get(flv, 'ephemeral_gb', 0) or 0,
+        'rxtx_factor': _get(flv, 'rxtx_factor', 1.0),
+        'OS-FLV-DISABLED:disabled': bool(_get(flv, 'disabled', False)),
+        'os-flavor-access:is_public': bool(_get(flv, 'is_public', True))})
+    if version >= FLAVOR_EXTRA_SPECS and extra_specs:
+        body['extra_specs'] = dict(_get(flv, 'extra_specs') or {})
     return body
 
 
@@ -209,56 +382,105 @@ def flavor_list(conf):
 
 # --- hosts (os-hypervisors) -------------------------------------------------------
 
-def hypervisor(host, instances, *, detail=True):
-    """One host, with what its agent reports and what is allocated on it."""
+HYPERVISOR_CPU_INFO_OBJECT = V(2, 28)
+HYPERVISOR_UUIDS = V(2, 53)
+HYPERVISOR_NO_USAGE = V(2, 88)
+# The usage figures Nova's hypervisor detail drops at 2.88 (placement has
+# them; Tristate's are in its own keys from 2.101).
+_HYPERVISOR_USAGE = ('vcpus', 'vcpus_used', 'memory_mb', 'memory_mb_used',
+                     'local_gb', 'local_gb_used', 'free_ram_mb',
+                     'free_disk_gb', 'current_workload', 'running_vms',
+                     'disk_available_least')
+# Hosts have names, not ids: from 2.53, where Nova's ids are UUIDs, a
+# host's id is the UUID derived from its name (the same on every API).
+_HOST_NAMESPACE = uuidlib.UUID('6a0e4b4e-2b8e-4c55-9d35-6f3b1c7d1e21')
+
+
+def hypervisor_id(name, version):
+    """The id of host ``name`` at ``version``: its name, or from 2.53 a
+    UUID derived from it."""
+    if version >= HYPERVISOR_UUIDS:
+        return str(uuidlib.uuid5(_HOST_NAMESPACE, name))
+    return name
+
+
+def hypervisor(host, instances, *, detail=True, version=microversion.MIN):
+    """One host, with what its agent reports and what is allocated on it,
+    in Nova's shape at ``version`` (``tristate:*`` keys from 2.101)."""
     mine = [i for i in instances if i.get('host') == host['name']]
-    body = {'id': host['name'], 'hypervisor_hostname': host['name'],
+    body = {'id': hypervisor_id(host['name'], version),
+            'hypervisor_hostname': host['name'],
             'state': 'up' if host['up'] else 'down',
             'status': 'enabled' if host.get('enabled', True) else 'disabled'}
     if not detail:
         return body
-    counts = dict.fromkeys(reconcile.OPER_STATES, 0)
-    for inst in mine:
-        counts[reconcile.oper_state(inst, host_up=host['up'])] += 1
+    free_disk = host['disk_gb'] - host['used_disk_gb']
     body.update({
-        'vcpus': host['vcpus'], 'vcpus_used': host['used_vcpus'],
-        'memory_mb': host['memory_mb'],
-        'memory_mb_used': host['used_memory_mb'],
-        'local_gb': host['disk_gb'], 'local_gb_used': host['used_disk_gb'],
-        'free_ram_mb': host['memory_mb'] - host['used_memory_mb'],
-        'free_disk_gb': host['disk_gb'] - host['used_disk_gb'],
-        'running_vms': len(mine), 'current_workload': 0,
         'hypervisor_type': 'tristate', 'hypervisor_version': 1,
-        'host_ip': None, 'cpu_info': '{}',
-        'service': {'host': host['name'], 'id': host['name'],
-                    'disabled_reason': host.get('disabled_reason')},
-        'tristate:last_heartbeat': isotime(host.get('last_heartbeat')),
-        'tristate:oper_states': counts,
-    })
+        'host_ip': None,
+        'cpu_info': {} if version >= HYPERVISOR_CPU_INFO_OBJECT else '{}',
+        'service': {'host': host['name'],
+                    'id': hypervisor_id(host['name'], version),
+                    'disabled_reason': host.get('disabled_reason')}})
+    if version >= HYPERVISOR_NO_USAGE:
+        body['uptime'] = host.get('uptime')
+    else:
+        body.update({
+            'vcpus': host['vcpus'], 'vcpus_used': host['used_vcpus'],
+            'memory_mb': host['memory_mb'],
+            'memory_mb_used': host['used_memory_mb'],
+            'local_gb': host['disk_gb'], 'local_gb_used': host['used_disk_gb'],
+            'free_ram_mb': host['memory_mb'] - host['used_memory_mb'],
+            'free_disk_gb': free_disk, 'disk_available_least': free_disk,
+            'running_vms': len(mine), 'current_workload': 0})
+    if version >= microversion.TRISTATE:
+        counts = dict.fromkeys(reconcile.OPER_STATES, 0)
+        for inst in mine:
+            counts[reconcile.oper_state(inst, host_up=host['up'])] += 1
+        body.update({
+            'tristate:last_heartbeat': isotime(host.get('last_heartbeat')),
+            'tristate:oper_states': counts,
+            'tristate:usage': {
+                'vcpus': host['vcpus'], 'vcpus_used': host['used_vcpus'],
+                'memory_mb': host['memory_mb'],
+                'memory_mb_used': host['used_memory_mb'],
+                'local_gb': host['disk_gb'],
+                'local_gb_used': host['used_disk_gb'],
+                'running_vms': len(mine)}})
     return body
 
 
 # --- the action log (os-instance-actions) ----------------------------------------
 
 def instance_action(entry, version):
-    return {
+    """One action of the log, as Nova's (``updated_at`` from 2.58), with
+    Tristate's task fields from its own microversion."""
+    action = {
         'action': entry['action'],
         'instance_uuid': entry['instance_uuid'],
         'request_id': entry.get('request_id') or entry['task_id'],
         'user_id': entry.get('user_id'),
         'project_id': entry.get('project_id'),
         'start_time': isotime(entry['started_at']),
-        'updated_at': isotime(entry.get('finished_at')
-                              or entry['started_at']),
         'message': entry.get('message'),
-        'tristate:task_id': entry['task_id'],
-        'tristate:result': entry['result'],
-        'tristate:finish_time': isotime(entry.get('finished_at')),
-        'tristate:vm_state_before': _shown(entry.get('vm_state_before'),
-                                           version),
-        'tristate:vm_state_after': _shown(entry.get('vm_state_after'),
-                                          version),
     }
+    if version >= ACTION_UPDATED_AT:
+        action['updated_at'] = isotime(entry.get('finished_at')
+                                       or entry['started_at'])
+    if version >= microversion.TRISTATE:
+        action.update({
+            'tristate:task_id': entry['task_id'],
+            'tristate:result': entry['result'],
+            'tristate:finish_time': isotime(entry.get('finished_at')),
+            'tristate:vm_state_before': _shown(entry.get('vm_state_before'),
+                                               version),
+            'tristate:vm_state_after': _shown(entry.get('vm_state_after'),
+                                              version),
+        })
+    return action
+
+
+ACTION_UPDATED_AT = V(2, 58)
 
 
 # The action log's results as Nova's event results; a running task has none.
@@ -280,9 +502,10 @@ def instance_action_event(entry, version, *, show_traceback, show_host):
     event = {'event': 'tristate_%s' % entry['action'],
              'start_time': isotime(entry['started_at']),
              'finish_time': isotime(entry.get('finished_at')),
-             'result': result,
-             'tristate:task_id': entry['task_id'],
-             'tristate:result': entry['result']}
+             'result': result}
+    if version >= microversion.TRISTATE:
+        event['tristate:task_id'] = entry['task_id']
+        event['tristate:result'] = entry['result']
     if show_traceback:
         event['traceback'] = failure
     if version >= microversion.EVENT_HOST:
@@ -296,3 +519,47 @@ def instance_action_event(entry, version, *, show_traceback, show_host):
 
 def _shown(vm_state, version):
     return vm_state and status.shown_vm_state(vm_state, version)
+
+
+# --- quota sets (os-quota-sets) ---------------------------------------------------
+
+# Nova's quota keys that Tristate does not limit (no key pairs, server
+# groups, networks, injected files: nothing to count), shown as -1
+# (unlimited), with what they stopped being at.
+_NOVA_ONLY_QUOTAS = (
+    ('metadata_items', None), ('key_pairs', None), ('server_groups', None),
+    ('server_group_members', None),
+    ('floating_ips', V(2, 36)), ('fixed_ips', V(2, 36)),
+    ('security_groups', V(2, 36)), ('security_group_rules', V(2, 36)),
+    ('injected_files', V(2, 57)), ('injected_file_content_bytes', V(2, 57)),
+    ('injected_file_path_bytes', V(2, 57)))
+# Nova's own limits Tristate keeps (the others of quotas.LIMITS, ``disk``
+# and the leases', are Tristate's, shown from 2.101).
+NOVA_QUOTAS = ('instances', 'cores', 'ram')
+UNLIMITED = -1
+
+
+def quota_keys(version):
+    """The Nova keys of a quota set at ``version`` that Tristate does not
+    limit."""
+    return tuple(key for key, until in _NOVA_ONLY_QUOTAS
+                 if until is None or version < until)
+
+
+def quota_set(values, version, *, project_id=None, in_use=None):
+    """A quota set at ``version``: ``values`` is {resource: limit} of
+    Tristate's resources; with ``in_use`` ({resource: count}) each is the
+    detail's {limit, in_use, reserved}."""
+    def shown(resource, limit):
+        if in_use is None:
+            return limit
+        return {'limit': limit, 'in_use': in_use.get(resource, 0),
+                'reserved': 0}
+    body = {r: shown(r, values[r]) for r in NOVA_QUOTAS if r in values}
+    body.update((k, shown(k, UNLIMITED)) for k in quota_keys(version))
+    if version >= microversion.TRISTATE:
+        body.update((r, shown(r, v)) for r, v in values.items()
+                    if r not in NOVA_QUOTAS)
+    if project_id is not None:
+        body['id'] = project_id
+    return body

@@ -12,13 +12,15 @@ class ListHosts(lister.Lister):
         hosts = self.app.client.get('/os-hypervisors/detail')['hypervisors']
         fields = ('Host', 'State', 'Status', 'vCPUs', 'RAM MiB', 'Disk GiB',
                   'Instances', 'Oper States', 'Last Heartbeat')
+        # at Tristate's microversion the usage is in tristate:usage (Nova's
+        # usage keys are gone from 2.88)
         rows = [(h['hypervisor_hostname'], h['state'], h['status'],
-                 columns.Usage((h['vcpus_used'], h['vcpus'])),
-                 columns.Usage((h['memory_mb_used'], h['memory_mb'])),
-                 columns.Usage((h['local_gb_used'], h['local_gb'])),
-                 h['running_vms'], columns.Counts(h['tristate:oper_states']),
+                 columns.Usage((u['vcpus_used'], u['vcpus'])),
+                 columns.Usage((u['memory_mb_used'], u['memory_mb'])),
+                 columns.Usage((u['local_gb_used'], u['local_gb'])),
+                 u['running_vms'], columns.Counts(h['tristate:oper_states']),
                  h['tristate:last_heartbeat'])
-                for h in hosts]
+                for h, u in ((h, h['tristate:usage']) for h in hosts)]
         return fields, rows
 
 

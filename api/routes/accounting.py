@@ -7,11 +7,12 @@
     GET /v2.1/os-simple-tenant-usage?start=&end=&detailed=1   (admin)
     GET /v2.1/os-simple-tenant-usage/{project_id}?start=&end=
 
-Quota sets have Nova's ``instances``, ``cores`` and ``ram`` (MiB),
-Tristate's ``disk`` (GiB), and the leases' ``lease_hosts`` (hosts a
-project's leases hold at once) and ``lease_hours`` (how long one lease may
-last); -1 means unlimited. Times are UTC, as Nova
-takes them (``2026-11-22T10:00:00``, optionally with microseconds); a
+Quota sets have Nova's ``instances``, ``cores`` and ``ram`` (MiB), Nova's
+other keys of the request's microversion as -1 (Tristate does not limit
+them), and from Tristate's microversion (2.101) Tristate's ``disk`` (GiB)
+and the leases' ``lease_hosts`` (hosts a project's leases hold at once) and
+``lease_hours`` (how long one lease may last); -1 means unlimited. Times
+are UTC, as Nova takes them (``2026-11-22T10:00:00``, optionally with microseconds); a
 missing one means now.
 """
 
@@ -22,6 +23,7 @@ from oslo_utils import strutils
 
 from api import request
 from api import schemas
+from api import views
 from common import exception
 from common.db import quotas
 
@@ -55,21 +57,23 @@ def _quotas(project_id, rule):
 @bp.get('/os-quota-sets/<project_id>')
 def show(project_id):
     found = _quotas(project_id, 'show')
-    return {'quota_set': dict(found['limits'], id=project_id)}
+    return {'quota_set': views.quota_set(found['limits'], request.version(),
+                                         project_id=project_id)}
 
 
 @bp.get('/os-quota-sets/<project_id>/detail')
 def detail(project_id):
     found = _quotas(project_id, 'show')
-    return {'quota_set': dict(
-        {r: {'limit': found['limits'][r], 'in_use': found['usage'][r],
-             'reserved': 0} for r in quotas.LIMITS}, id=project_id)}
+    return {'quota_set': views.quota_set(
+        found['limits'], request.version(), project_id=project_id,
+        in_use=found['usage'])}
 
 
 @bp.get('/os-quota-sets/<project_id>/defaults')
 def defaults(project_id):
     found = _quotas(project_id, 'defaults')
-    return {'quota_set': dict(found['defaults'], id=project_id)}
+    return {'quota_set': views.quota_set(found['defaults'], request.version(),
+                                         project_id=project_id)}
 
 
 @bp.put('/os-quota-sets/<project_id>')
@@ -79,7 +83,7 @@ def update(project_id):
     values = {r: int(v) for r, v in body.items() if r in quotas.LIMITS}
     found = request.services().client.update_quotas(
         request.context(), project_id, values)
-    return {'quota_set': found['limits']}
+    return {'quota_set': views.quota_set(found['limits'], request.version())}
 
 
 # --- usage ---------------------------------------------------------------------------

@@ -13,7 +13,8 @@ def _flavors(detail):
     request.authorize('tristate:flavors:index')
     links = request.links()
     conf = request.services().conf
-    return {'flavors': [views.flavor(f, links, detail=detail)
+    version = request.version()
+    return {'flavors': [views.flavor(f, links, detail=detail, version=version)
                         for f in views.flavor_list(conf)]}
 
 
@@ -32,7 +33,8 @@ def flavor(flavor_id):
     request.authorize('tristate:flavors:index')
     for flv in views.flavor_list(request.services().conf):
         if flv.name == flavor_id:
-            return {'flavor': views.flavor(flv, request.links())}
+            return {'flavor': views.flavor(flv, request.links(),
+                                          version=request.version())}
     raise exception.NotFound('Flavor %s could not be found.' % flavor_id)
 
 
@@ -41,7 +43,9 @@ def _hypervisors(detail):
     client, ctx = request.services().client, request.context()
     hosts = client.list_hosts(ctx)
     insts = client.list_instances(ctx, all_projects=True) if detail else []
-    return {'hypervisors': [views.hypervisor(h, insts, detail=detail)
+    version = request.version()
+    return {'hypervisors': [views.hypervisor(h, insts, detail=detail,
+                                             version=version)
                             for h in sorted(hosts, key=lambda h: h['name'])]}
 
 

@@ -106,7 +106,8 @@ def _rebuild_answer(spec, params, after):
     succeeds. No ``adminPass``: a rebuild here sets no password."""
     inst = dict(after, image_ref=params['image_ref'])
     return flask.make_response(
-        flask.jsonify({'server': request.server_body(inst)}), spec.status)
+        flask.jsonify({'server': request.server_body(
+            inst, kind=views.REBUILD)}), spec.status)
 
 
 def _image_answer(spec, params, image_id):

@@ -227,7 +227,8 @@ def _list(detail):
     insts = sorted(insts, key=lambda i: (str(i['created_at']), i['uuid']),
                    reverse=True)
     up = request.hosts_up()
-    bodies = [b for i, b in ((i, request.server_body(i, up)) for i in insts)
+    bodies = [b for i, b in ((i, request.server_body(i, up, kind=views.LIST))
+                           for i in insts)
               if all(check(i, b) for check in checks)]
     page, links = _page(bodies, args, svc.conf.api.max_limit)
     if not detail:
@@ -277,7 +278,8 @@ def update(server_id):
     if 'name' in body and body['name'] != inst['name']:
         inst = request.services().client.rename_instance(
             request.context(), inst['uuid'], name=body['name'])
-    return {'server': request.server_body(inst, fault=_fault(inst))}
+    return {'server': request.server_body(inst, fault=_fault(inst),
+                                          kind=views.UPDATE)}
 
 
 def _check_root_disk(body, image_ref):
@@ -308,9 +310,7 @@ def create():
         request.context(), name=body['name'], flavor=flavor,
         image_ref=image_ref, policies=policies,
         **({'reservation_id': reservation} if reservation else {}))
-    # The scheduler has just placed it on a host that sends heartbeats:
-    # no need to ask the conductor whether that host is up.
-    out = request.server_body(inst, up={inst.get('host'): True})
+    out = views.created_server(inst, request.links())
     resp = flask.jsonify({'server': out})
     resp.status_code = 202
     resp.headers['Location'] = out['links'][0]['href']

@@ -11,6 +11,7 @@ from api import service as api_service
 from api import wsgi
 from compute_agent.virt import fake
 from tests.functional import api_support
+from tests.functional.api_support import NO_HEADER
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import set_opts
@@ -151,7 +152,7 @@ def test_from_2_45_the_image_id_is_in_the_body(api, shared_plane, body):
     assert entry['message'] == 'image %s (%s)' % (image_id, name)
 
 
-@pytest.mark.parametrize('version', [None, '2.44'])
+@pytest.mark.parametrize('version', [NO_HEADER, '2.44'])
 @pytest.mark.parametrize('body', IMAGE_ACTIONS, ids=lambda b: next(iter(b)))
 def test_before_2_45_the_image_url_is_the_location(api, shared_plane, body,
                                                     version):

@@ -35,24 +35,28 @@ def test_server_body():
     assert body['created'] == '2026-01-01T12:00:00Z'
     assert body['updated'] == '2026-01-01T12:05:00Z'
     assert body['OS-EXT-STS:power_state'] == power.RUNNING
-    assert body['tristate:power_state_name'] == 'RUNNING'
     assert body['OS-EXT-SRV-ATTR:host'] == 'host1'
-    assert body['tristate:oper_state'] == 'running'
-    assert body['tristate:ec2_state'] == 'running'
-    assert body['host_status'] == 'UP'
     assert body['flavor'] == {'id': 'small', 'links': [
         {'rel': 'bookmark', 'href': 'http://api:8774/flavors/small'}]}
-    assert views.server(_inst(), version=NEW,
-                        links=LINKS)['flavor']['original_name'] == 'small'
-    assert body['metadata'] == {'tristate:user_shutdown': 'stop',
-                                'tristate:crash': 'restart'}
+    assert body['metadata'] == {}
+    # Nova's 2.1: no key of a later microversion, none of Tristate's
+    assert not {'host_status', 'locked', 'description', 'tags'} & set(body)
+    assert not [k for k in body if k.startswith('tristate:')]
+    new = views.server(_inst(), version=NEW, links=LINKS)
+    assert new['flavor']['original_name'] == 'small'
+    assert new['tristate:power_state_name'] == 'RUNNING'
+    assert new['tristate:oper_state'] == 'running'
+    assert new['tristate:ec2_state'] == 'running'
+    assert new['host_status'] == 'UP'
+    assert new['metadata'] == {'tristate:user_shutdown': 'stop',
+                               'tristate:crash': 'restart'}
 
 
 def test_a_running_task_shows_its_id_and_progress():
     body = views.server(_inst(vm_state=vm.INITIALIZED, task_state='building',
                               task_id='t1', progress_step='spawning',
                               progress_percent=40, power_state=power.NOSTATE),
-                        version=OLD, links=LINKS)
+                        version=NEW, links=LINKS)
     assert body['status'] == 'BUILD'
     assert body['tristate:task_id'] == 't1'
     assert body['tristate:progress'] == {'step': 'spawning', 'percent': 40}
@@ -70,14 +74,15 @@ def test_pending_is_shown_from_its_microversion_only():
     entry = {'action': 'build', 'instance_uuid': 'u1', 'task_id': 't',
              'started_at': '2026-01-01T12:00:00', 'result': 'buried',
              'vm_state_before': vm.INITIALIZED, 'vm_state_after': vm.PENDING}
-    assert views.instance_action(entry, OLD)['tristate:vm_state_after'] == (
-        vm.ERROR)
+    below = microversion.APIVersion(2, 100)
+    assert views.instance_action(entry, below).get(
+        'tristate:vm_state_after') is None
     assert views.instance_action(entry, NEW)['tristate:vm_state_after'] == (
         vm.PENDING)
 
 
 def test_a_host_that_is_down():
-    body = views.server(_inst(), version=OLD, links=LINKS, host_up=False)
+    body = views.server(_inst(), version=NEW, links=LINKS, host_up=False)
     assert body['tristate:oper_state'] == 'ERROR_nodedown'
     assert body['host_status'] == 'DOWN'
 
@@ -90,11 +95,15 @@ def test_hypervisor_counts_oper_states():
     insts = [_inst(), _inst(uuid='u2', vm_state=vm.STOPPED,
                             power_state=power.SHUTDOWN),
              _inst(uuid='u3', host='host2')]
-    body = views.hypervisor(host, insts)
-    assert body['running_vms'] == 2
+    body = views.hypervisor(host, insts, version=NEW)
+    assert body['tristate:usage']['running_vms'] == 2
     assert body['tristate:oper_states']['running'] == 1
     assert body['tristate:oper_states']['ADMIN_down'] == 1
-    assert (body['vcpus_used'], body['free_ram_mb']) == (2, 3072)
+    before = views.hypervisor(host, insts,
+                              version=microversion.APIVersion(2, 87))
+    assert (before['vcpus_used'], before['free_ram_mb']) == (2, 3072)
+    assert before['running_vms'] == 2
+    assert not [k for k in before if k.startswith('tristate:')]
     assert views.hypervisor(host, insts, detail=False) == {
         'id': 'host1', 'hypervisor_hostname': 'host1', 'state': 'up',
         'status': 'enabled'}
