@@ -5,20 +5,41 @@ the legacy ``X-OpenStack-Nova-API-Version: X.Y``); no header means the
 minimum, ``latest`` the maximum. A version outside [MIN, MAX] is answered
 ``406 Not Acceptable``, a malformed one ``400``.
 
-History (the versions whose meaning Tristate changes; the others keep
-Nova's numbering for the fields Tristate serves, see docs/operator-guide.md):
+History. At every version Nova defines (2.1 ... 2.100) a body has exactly
+the keys Nova's has at that version (Tempest's response schemas are the
+oracle: tests/functional/test_api_response_schemas.py); the versions whose
+meaning the bodies Tristate serves change (docs/operator-guide.md):
 
-* 2.1: the base.
+* 2.1: the base. ``POST /servers`` answers ``id``, ``links`` and
+  ``OS-DCF:diskConfig`` only, at every version.
+* 2.3: more ``OS-EXT-SRV-ATTR:*`` keys (admins).
+* 2.9 ``locked``, 2.16 ``host_status`` (admins), 2.19 ``description``,
+  2.26 ``tags``, 2.63 ``trusted_image_certificates``, 2.71
+  ``server_groups`` (not in /servers/detail), 2.73 ``locked_reason``, 2.90
+  ``OS-EXT-SRV-ATTR:hostname`` for everyone, 2.96
+  ``pinned_availability_zone``, 2.100 ``scheduler_hints``: server keys.
+* 2.28: a hypervisor's ``cpu_info`` is an object.
+* 2.36, 2.57: quota sets lose the network keys, then the injected files.
 * 2.45: ``createImage`` and ``createBackup`` answer ``{"image_id": ...}``
   instead of a ``Location`` header.
 * 2.47: a server's ``flavor`` is embedded (vcpus, ram, disk, original_name)
   instead of a link.
 * 2.51: an action's ``events`` are shown to its project too (before: to
   admins only); the ``traceback`` stays admin-only.
+* 2.53: hypervisor ids are UUIDs (derived from the host's name).
+* 2.54, 2.57: a rebuild's answer has ``key_name``, then ``user_data``.
+* 2.55, 2.61: a flavor's ``description``, then its ``extra_specs``.
+* 2.58: actions carry ``updated_at``.
 * 2.62: events carry ``hostId`` (and ``host`` for admins).
+* 2.75: ``PUT /servers/{id}`` and rebuild answer the whole server (before:
+  Nova's basic view); a flavor's ``swap`` is 0, not "", when it has none.
 * 2.84: events carry ``details`` (the failure's message).
-* 2.101: the PENDING vm_state and status are shown (seed 004). Older
-  requests see ``ERROR`` for both ``status`` and ``OS-EXT-STS:vm_state``.
+* 2.88: hypervisors show no usage figures, and an ``uptime``.
+* 2.101 (Tristate's own): the PENDING vm_state and status are shown (seed
+  004; older requests see ``ERROR`` for both ``status`` and
+  ``OS-EXT-STS:vm_state``), and every ``tristate:*`` key, the reconcile
+  policies in a server's metadata, the ``disk`` and lease quotas, a
+  hypervisor's ``tristate:usage``.
 """
 
 import functools

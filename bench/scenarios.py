@@ -10,10 +10,11 @@ from bench import image_transfer
 from bench import memory
 from bench import reports
 from bench import scheduler
+from bench import server_list
 from bench import shutdown
 from bench import shutdown_libvirt
 
 ALL = {module.NAME: module for module in (
     build_one, burst, delete, burst_rabbit, shutdown, shutdown_libvirt,
     reports, scheduler, conflicts, memory, image_transfer,
-    image_cached_build)}
+    image_cached_build, server_list)}

@@ -21,6 +21,7 @@ import datetime
 import flask
 from oslo_utils import strutils
 
+from api import microversion
 from api import request
 from api import schemas
 from api import views
@@ -79,11 +80,27 @@ def defaults(project_id):
 @bp.put('/os-quota-sets/<project_id>')
 def update(project_id):
     body = request.json_body(UPDATE_QUOTA_SET)['quota_set']
+    _own_resources_need_own_version(body)
     request.authorize('tristate:quotas:update', {'project_id': project_id})
     values = {r: int(v) for r, v in body.items() if r in quotas.LIMITS}
     found = request.services().client.update_quotas(
         request.context(), project_id, values)
     return {'quota_set': views.quota_set(found['limits'], request.version())}
+
+
+def _own_resources_need_own_version(body):
+    """Tristate's own resources (``disk``, the leases') are keys of its own
+    microversion: below it a quota set has Nova's keys only."""
+    if request.version() >= microversion.TRISTATE:
+        return
+    own = sorted(r for r in body if r in quotas.LIMITS
+                 and r not in views.NOVA_QUOTAS)
+    if own:
+        raise exception.Invalid(
+            "Invalid input for field/attribute quota_set. Additional "
+            "properties are not allowed (%s unexpected): Tristate's own "
+            "resources are set from microversion %s"
+            % (', '.join(repr(r) for r in own), microversion.TRISTATE))
 
 
 # --- usage ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ shows Nova's latest body plus ``tristate:*`` keys, and only there.
 """
 
 import pytest
+from tempest.lib.api_schema.response.compute.v2_1 import images
 from tempest.lib.api_schema.response.compute.v2_1 import servers as servers21
 from tempest.lib.api_schema.response.compute.v2_1 import tenant_usages
 from tempest.lib.api_schema.response.compute.v2_1 import versions
@@ -231,10 +232,20 @@ def test_quota_sets(member, admin, server, version):
                     version=version))
 
 
-def test_quota_sets_show_tristate_resources_from_2_101(member, server):
-    shown = member.get('/os-quota-sets/%s' % server['tenant_id'],
-                       version=TRISTATE).get_json()['quota_set']
+def test_quota_sets_show_tristate_resources_from_2_101(member, admin,
+                                                       server):
+    path = '/os-quota-sets/%s' % server['tenant_id']
+    shown = member.get(path, version=TRISTATE).get_json()['quota_set']
     assert {'disk', 'lease_hosts', 'lease_hours'} <= set(shown)
+    refused = admin.put(path, {'quota_set': {'disk': 10}},
+                        version=NOVA_LATEST)
+    assert refused.status_code == 400
+    assert "'disk'" in refused.get_json()['badRequest']['message']
+    assert member.get(path, version=TRISTATE).get_json()['quota_set'][
+        'disk'] == shown['disk']
+    done = admin.put(path, {'quota_set': {'disk': shown['disk']}},
+                     version=TRISTATE)
+    assert done.get_json()['quota_set']['disk'] == shown['disk']
 
 
 @pytest.mark.parametrize('version', ['2.1', '2.28', '2.33', '2.53', '2.87'])
@@ -270,3 +281,13 @@ def test_usage(admin, member, server, version):
 def test_versions(member):
     check(versions.list_versions, member.get('/'))
     check(versions.get_one_version, member.get('/v2.1/'))
+
+
+@pytest.mark.parametrize('version', ['2.1', '2.35'])
+def test_images_proxy(member, version):
+    listed = check(images.list_images,
+                   member.get('/images', version=version))['images']
+    check(images.list_images_details,
+          member.get('/images/detail', version=version))
+    check(images.get_image,
+          member.get('/images/%s' % listed[0]['id'], version=version))

@@ -83,7 +83,7 @@ def test_every_scenario_is_in_the_table_order():
     assert list(scenarios.ALL) == [
         'build_one', 'burst', 'delete', 'burst_rabbit', 'shutdown',
         'shutdown_libvirt', 'reports', 'scheduler', 'conflicts', 'memory',
-        'image_transfer', 'image_cached_build']
+        'image_transfer', 'image_cached_build', 'server_list']
 
 
 def test_output_prints_a_table_and_json_lines(tmp_path, capsys):

@@ -16,6 +16,7 @@ microversion.
 import pytest
 
 from tests.functional import api_support
+from tests.functional.api_support import NO_HEADER
 from tests.functional.api_support import Api
 from tests.images_support import IMAGE
 from tests.images_support import IMAGES
@@ -26,7 +27,7 @@ def app(shared_plane):
     return api_support.make_app(shared_plane)
 
 
-@pytest.mark.parametrize('version', [None, '2.47', '2.100'])
+@pytest.mark.parametrize('version', [NO_HEADER, '2.47', '2.100'])
 def test_the_rebuild_answers_the_server_with_its_new_image(app, version):
     api = Api(app, token=api_support.new_project(), version=version)
     server = api.active()
@@ -37,10 +38,12 @@ def test_the_rebuild_answers_the_server_with_its_new_image(app, version):
     assert answer['id'] == server['id']
     assert answer['image']['id'] == IMAGES['debian-12']
     assert answer['status'] == 'REBUILD'
-    assert answer['OS-EXT-STS:task_state'] == 'rebuilding'
+    # the body of this microversion: Nova's basic view before 2.75 (no
+    # OS-EXT-STS keys), 2.47 embeds the flavor
+    assert answer.get('OS-EXT-STS:task_state') == (
+        'rebuilding' if version == '2.100' else None)
     assert 'adminPass' not in answer
-    # the body of this microversion: 2.47 embeds the flavor
-    assert ('original_name' in answer['flavor']) == (version is not None)
+    assert ('original_name' in answer['flavor']) == (version != NO_HEADER)
     after = api.settled(server['id'])
     assert (after['status'], after['image']['id']) == (
         'ACTIVE', IMAGES['debian-12'])
