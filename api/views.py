@@ -404,6 +404,15 @@ def hypervisor_id(name, version):
     return name
 
 
+def hypervisor_host(ident, names):
+    """The host of ``names`` whose hypervisor id is ``ident`` (its name, or
+    the UUID derived from it), or None: for ``/os-hypervisors/{id}``."""
+    for name in names:
+        if ident in (name, hypervisor_id(name, HYPERVISOR_UUIDS)):
+            return name
+    return None
+
+
 def hypervisor(host, instances, *, detail=True, version=microversion.MIN):
     """One host, with what its agent reports and what is allocated on it,
     in Nova's shape at ``version`` (``tristate:*`` keys from 2.101)."""

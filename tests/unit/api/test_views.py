@@ -107,3 +107,37 @@ def test_hypervisor_counts_oper_states():
     assert views.hypervisor(host, insts, detail=False) == {
         'id': 'host1', 'hypervisor_hostname': 'host1', 'state': 'up',
         'status': 'enabled'}
+
+
+def test_hypervisor_ids_are_uuids_from_2_53():
+    old = views.hypervisor_id('host1', microversion.APIVersion(2, 52))
+    new = views.hypervisor_id('host1', microversion.APIVersion(2, 53))
+    assert old == 'host1'
+    assert len(new) == 36 and new == views.hypervisor_id('host1', NEW)
+    assert views.hypervisor_host(new, ['host2', 'host1']) == 'host1'
+    assert views.hypervisor_host('host2', ['host2', 'host1']) == 'host2'
+    assert views.hypervisor_host('nope', ['host2', 'host1']) is None
+
+
+def test_quota_set_keys_per_microversion():
+    limits = {'instances': 10, 'cores': 20, 'ram': 1024, 'disk': 5,
+              'lease_hosts': -1, 'lease_hours': -1}
+    at = {v: views.quota_set(limits, microversion.APIVersion(2, v))
+          for v in (1, 36, 57)}
+    assert 'floating_ips' in at[1] and 'floating_ips' not in at[36]
+    assert 'injected_files' in at[36] and 'injected_files' not in at[57]
+    assert not {'disk', 'lease_hosts'} & set(at[57])
+    assert views.quota_set(limits, NEW)['disk'] == 5
+
+
+def test_flavor_per_microversion():
+    flv = {'id': 'f1', 'name': 'small', 'vcpus': 1, 'memory_mb': 512,
+           'disk_gb': 1, 'description': 'd', 'extra_specs': {'a': 'b'}}
+    v = microversion.APIVersion
+    old = views.flavor(flv, LINKS, version=v(2, 1))
+    assert 'description' not in old and 'extra_specs' not in old
+    assert old['swap'] == ''
+    assert views.flavor(flv, LINKS, detail=False, version=v(2, 55))[
+        'description'] == 'd'
+    new = views.flavor(flv, LINKS, version=v(2, 75))
+    assert (new['extra_specs'], new['swap']) == ({'a': 'b'}, 0)
