@@ -6,7 +6,6 @@ anyone.
 """
 
 import datetime
-import functools
 import hashlib
 import re
 import uuid as uuidlib
@@ -87,8 +86,8 @@ def server_metadata(inst, version):
     return shown
 
 
-def _flavor(inst, version, links):
-    if version >= microversion.EMBEDDED_FLAVOR:
+def _flavor(inst, embedded, links):
+    if embedded:
         return {'vcpus': inst['vcpus'], 'ram': inst['memory_mb'],
                 'disk': inst['disk_gb'], 'ephemeral': 0, 'swap': 0,
                 'original_name': inst['flavor_name'], 'extra_specs': {}}
@@ -151,7 +150,7 @@ SHOW, LIST, UPDATE, REBUILD = 'show', 'list', 'update', 'rebuild'
 
 V = microversion.APIVersion
 # (microversion, key, the views it is in): Nova's keys added after 2.1
-# (Tempest's response schemas v2_9 ... v2_100). Values: _gated_value.
+# (Tempest's response schemas v2_9 ... v2_100). Their defaults: _DEFAULTS.
 _GATED = (
     (V(2, 9), 'locked', (SHOW, LIST, UPDATE, REBUILD)),
     (V(2, 19), 'description', (SHOW, LIST, UPDATE, REBUILD)),
@@ -180,6 +179,7 @@ class _Shape:
 
     def __init__(self, version, kind):
         full = kind in (SHOW, LIST) or version >= SHOWS_ALL
+        self.version = version
         self.full = full
         self.extended = (EXTENDED_ATTRIBUTES + EXTENDED_ATTRIBUTES_2_3
                          if version >= MORE_EXTENDED else EXTENDED_ATTRIBUTES)
@@ -189,15 +189,27 @@ class _Shape:
                                   if k != 'OS-EXT-SRV-ATTR:user_data')
         self.hostname_for_all = version >= HOSTNAME_FOR_ALL
         self.host_status = full and version >= microversion.HOST_STATUS
-        self.gated = tuple(key for since, key, kinds in _GATED
-                           if version >= since and kind in kinds)
+        self.embedded_flavor = version >= microversion.EMBEDDED_FLAVOR
+        keys = [key for since, key, kinds in _GATED
+                if version >= since and kind in kinds]
+        self.locked = 'locked' in keys
+        # (key, a maker of its default or None, the default)
+        self.gated = tuple((key, _MAKERS.get(key), _DEFAULTS[key])
+                           for key in keys if key != 'locked')
         self.tristate = version >= microversion.TRISTATE
-        self.version = version
 
 
-@functools.lru_cache(maxsize=512)
+_MAKERS = {'tags': list, 'server_groups': list, 'scheduler_hints': dict}
+_SHAPES = {}
+
+
 def _shape(version, kind):
-    return _Shape(version, kind)
+    key = (version.major, version.minor, kind)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        # at most one per (microversion, view): a few hundred, ever
+        shape = _SHAPES[key] = _Shape(version, kind)
+    return shape
 
 
 def server(inst, *, version, links, host_up=True, fault=None,
@@ -226,7 +238,7 @@ def server(inst, *, version, links, host_up=True, fault=None,
                   'links': [{'rel': 'bookmark',
                              'href': links.bookmark('images',
                                                     inst['image_ref'])}]},
-        'flavor': _flavor(inst, version, links),
+        'flavor': _flavor(inst, shape.embedded_flavor, links),
         'addresses': {},
         'accessIPv4': '',
         'accessIPv6': '',
@@ -241,20 +253,16 @@ def server(inst, *, version, links, host_up=True, fault=None,
         _add_extensions(body, inst, shape, extended)
         if shape.host_status and host_status:
             body['host_status'] = _host_status(inst, host_up)
-    for key in shape.gated:
-        body[key] = _gated_value(inst, key)
+    if shape.locked:
+        body['locked'] = bool(inst.get('locked'))
+    for key, make, default in shape.gated:
+        value = inst.get(key)
+        if value is None:
+            value = make() if make else default
+        body[key] = value
     if shape.tristate:
         _add_tristate(body, inst, host_up)
     return body
-
-
-def _gated_value(inst, key):
-    value = inst.get(key)
-    if value is None:
-        value = _DEFAULTS[key]
-        return list(value) if isinstance(value, list) else (
-            dict(value) if isinstance(value, dict) else value)
-    return bool(value) if key == 'locked' else value
 
 
 def _add_extensions(body, inst, shape, extended):
