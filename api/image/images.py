@@ -402,12 +402,15 @@ def update(image_id):
 def delete(image_id):
     before = images_db.delete(access.statedb(), access.user(), image_id)
     location = images_db.stored_location(before)
-    if location is not None:
-        try:
-            access.services().store.delete(location)
-        except Exception:       # noqa: BLE001 - the record is deleted
-            LOG.exception('Image %s deleted; its data could not be removed '
-                          'from the store', image_id)
+    store = access.services().store
+    try:
+        if location is not None:
+            store.delete(location)
+        elif before['status'] == images_db.SAVING:
+            store.discard_upload(image_id)
+    except Exception:       # noqa: BLE001 - the record is deleted
+        LOG.exception('Image %s deleted; its data could not be removed '
+                      'from the store', image_id)
     return flask.Response(status=204)
 
 

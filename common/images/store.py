@@ -254,14 +254,24 @@ class ImageStore:
         False for other stores."""
         if self._default is not self._by_scheme.get('file'):
             return False
+        self.discard_upload(image_id)
+        return True
+
+    def discard_upload(self, image_id):
+        """Remove what an upload of ``image_id`` that never finished left
+        in the ``file`` store (its process died; the image is being
+        deleted): its data is under the image's id and no location names
+        it. An upload still running elsewhere writes on into the removed
+        file and finds its image gone. Other stores: nothing to find."""
+        if self._default is not self._by_scheme.get('file'):
+            return False
         datadir = self._conf.glance_store.filesystem_store_datadir
-        path = os.path.join(datadir, image_id)
         try:
-            os.unlink(path)
+            os.unlink(os.path.join(datadir, image_id))
         except FileNotFoundError:
-            pass
-        LOG.warning('Removed the data a dead upload of image %s left in %s',
-                    image_id, datadir)
+            return False
+        LOG.warning('Removed the data an unfinished upload of image %s left '
+                    'in %s', image_id, datadir)
         return True
 
     def get(self, location, chunk_size=None):

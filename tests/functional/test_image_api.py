@@ -353,6 +353,24 @@ def test_delete_and_protected(glance):
     assert image not in glance.ids()
 
 
+
+def test_deleting_an_image_a_dead_upload_left_saving_removes_its_data(
+        server, shared_plane, glance):
+    """An API process died mid-upload: the image stays ``saving`` and its
+    partial data sits under its id in the file store, named by no
+    location. Deleting the image removes that data too."""
+    image = glance.create()['id']
+    images_db.begin_upload(shared_plane.statedb, image)   # then it died
+    datadir = shared_plane.conf.glance_store.filesystem_store_datadir
+    leftover = os.path.join(datadir, image)
+    with open(leftover, 'wb') as f:
+        f.write(b'half an image')
+    assert glance.show(image)['status'] == 'saving'
+    assert glance.call('DELETE', '/v2/images/%s' % image).status_code == 204
+    assert not os.path.exists(leftover)
+    assert glance.call('GET', '/v2/images/%s' % image).status_code == 404
+
+
 # --- data -----------------------------------------------------------------------
 
 def test_upload_and_download(glance):
