@@ -168,8 +168,8 @@ def _run(argv, cwd, log):
 
 
 def init_workspace(tempest_venv, workspace, sections):
-    # The workspace's registry (tempest's ~/.tempest by default) is ours,
-    # beside it, made anew with it: a run leaves nothing in $HOME.
+    # The registry of workspaces (~/.tempest/workspace.yaml by default) is
+    # one of our own beside the workspace, made anew with it.
     registry = workspace + '.workspaces.yaml'
     for path in (workspace, registry):
         if os.path.isdir(path):
