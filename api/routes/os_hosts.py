@@ -36,12 +36,12 @@ def _before_removal():
 
 
 def _hosts():
-    request.authorize(RULE)
     return request.services().client.list_hosts(request.context())
 
 
 @bp.get('', strict_slashes=False)
 def index():
+    request.authorize(RULE)
     zone = flask.request.args.get('zone')
     if zone and zone != views.AVAILABILITY_ZONE:
         return {'hosts': []}
@@ -57,6 +57,7 @@ def _resource(host, project, cpu, memory_mb, disk_gb):
 
 @bp.get('/<host>')
 def show(host):
+    request.authorize(RULE)
     found = next((h for h in _hosts() if h['name'] == host), None)
     if found is None:
         raise exception.HostNotFound(host=host)

@@ -49,8 +49,10 @@ def _leases(http, headers):
     return resp.get_json()['leases']
 
 
-def test_version_discovery_needs_no_token(http):
-    resp = http.get('/reservation/', headers={'X-Auth-Token': ''})
+def test_version_discovery_needs_no_token(plane):
+    http = api_support.make_app(plane, noauth_default_user='').test_client()
+    assert http.get('/reservation/v1/leases').status_code == 401
+    resp = http.get('/reservation/')
     assert resp.status_code == 300
     (version,) = resp.get_json()['versions']
     assert (version['id'], version['status'], version['min_version'],
@@ -190,6 +192,8 @@ def test_nova_os_hosts(app):
     assert admin.get('/os-hosts/host1/reboot').status_code == 400
     member = Api(app, token=api_support.new_project())
     assert member.get('/os-hosts').status_code == 403
+    assert member.get('/os-hosts?zone=internal').status_code == 403
+    assert member.get('/os-hosts/host1').status_code == 403
     resp = admin.get('/os-hosts', version='2.43')
     assert resp.status_code == 404
     assert 'itemNotFound' in resp.get_json()
