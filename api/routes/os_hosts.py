@@ -10,16 +10,17 @@ host (service ``compute``, zone ``nova``); a host shows its total, used
 now, used by its instances' flavors (``(used_max)``) and per project.
 Tristate runs no other Nova service a host list would name. From 2.43 every
 ``os-hosts`` path is 404, as in Nova. Nova's ``PUT`` (enable, maintenance
-mode) and power actions (``startup``, ``shutdown``, ``reboot``) are
-refused with a 400 that says they are not supported (hosts are disabled
-with ``tristate-manage``; maintenance and host power are not built).
+mode) and power actions (``startup``, ``shutdown``, ``reboot``) are checked
+as Nova checks them (its body schema, the policy, 404 for an unknown host),
+then refused with a 400 that says they are not supported (hosts are
+disabled with ``tristate-manage``; maintenance and host power are not
+built).
 """
 
 import flask
 
 from api import microversion
 from api import request
-from api import schemas
 from api import views
 from common import exception
 from common.states import vm
@@ -27,6 +28,14 @@ from common.states import vm
 bp = flask.Blueprint('os_hosts', __name__, url_prefix='/v2.1/os-hosts')
 RULE = 'tristate:hypervisors:index'
 REMOVED = microversion.APIVersion(2, 43)
+_MODE = {'type': 'string', 'enum': ['enable', 'disable', 'Enable', 'Disable',
+                                    'ENABLE', 'DISABLE']}
+# Nova's body of PUT /os-hosts/{host}: one of the two, nothing else.
+UPDATE = {'type': 'object',
+          'properties': {'status': _MODE, 'maintenance_mode': _MODE},
+          'anyOf': [{'required': ['status']},
+                    {'required': ['maintenance_mode']}],
+          'additionalProperties': False}
 
 
 @bp.before_request
@@ -55,12 +64,17 @@ def _resource(host, project, cpu, memory_mb, disk_gb):
                          'memory_mb': memory_mb, 'disk_gb': disk_gb}}
 
 
-@bp.get('/<host>')
-def show(host):
-    request.authorize(RULE)
+def _found(host):
     found = next((h for h in _hosts() if h['name'] == host), None)
     if found is None:
         raise exception.HostNotFound(host=host)
+    return found
+
+
+@bp.get('/<host>')
+def show(host):
+    request.authorize(RULE)
+    found = _found(host)
     client, ctx = request.services().client, request.context()
     insts = [i for i in client.list_instances(ctx, all_projects=True)
              if i.get('host') == host and i['vm_state'] != vm.HARD_DELETED]
@@ -82,12 +96,23 @@ def _sums(insts):
 
 
 @bp.put('/<host>')
-@bp.get('/<host>/<any(startup, shutdown, reboot):action>')
-def not_supported(host, action=None):
-    if flask.request.method == 'PUT':
-        request.json_body(schemas.ANYTHING)     # a bad body is named first
+def update(host):
+    """Nova's checks in Nova's order (the body, the policy, the host),
+    then the refusal: a bad body is 400, an unknown host 404."""
+    body = request.json_body(UPDATE)
     request.authorize(RULE)
-    what = ('the host power action %s' % action if action
-            else 'changing a host\'s status or maintenance mode')
-    raise exception.Invalid('os-hosts: %s is not supported by Tristate '
-                            '(disable a host with tristate-manage).' % what)
+    _found(host)
+    raise _not_supported('changing a host\'s %s' % ' and '.join(
+        sorted(body)))
+
+
+@bp.get('/<host>/<any(startup, shutdown, reboot):action>')
+def power_action(host, action):
+    request.authorize(RULE)
+    _found(host)
+    raise _not_supported('the host power action %s' % action)
+
+
+def _not_supported(what):
+    return exception.Invalid('os-hosts: %s is not supported by Tristate '
+                             '(disable a host with tristate-manage).' % what)

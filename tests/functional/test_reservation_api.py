@@ -189,7 +189,13 @@ def test_nova_os_hosts(app):
     resp = admin.put('/os-hosts/host1', {'status': 'disable'})
     assert resp.status_code == 400
     assert 'not supported' in resp.get_json()['badRequest']['message']
+    # Nova's checks first, as Tempest's negative tests expect them
+    for body in ({}, {'status': 'off'}, {'status': 'enable', 'x': 1}):
+        assert admin.put('/os-hosts/host1', body).status_code == 400
+    assert admin.put('/os-hosts/nope', {'status': 'enable'}).status_code == (
+        404)
     assert admin.get('/os-hosts/host1/reboot').status_code == 400
+    assert admin.get('/os-hosts/nope/startup').status_code == 404
     member = Api(app, token=api_support.new_project())
     assert member.get('/os-hosts').status_code == 403
     assert member.get('/os-hosts?zone=internal').status_code == 403
