@@ -108,7 +108,8 @@ def _not_supported(field, value, why):
 
 def _refuse_reservations(body):
     """400 for the reservations Blazar has and Tristate cannot honour."""
-    for i, res in enumerate(body.get('reservations') or ()):
+    listed = body.get('reservations')
+    for i, res in enumerate(listed if isinstance(listed, list) else ()):
         if not isinstance(res, dict):
             continue
         kind = res.get('resource_type')

@@ -102,6 +102,14 @@ def test_what_tristate_cannot_honour_is_refused(http, member, clock, field,
     assert _leases(http, member) == []
 
 
+@pytest.mark.parametrize('reservations', [5, 'x', {'min': 1}, [5], None])
+def test_a_body_of_the_wrong_shape_is_400(http, member, clock, reservations):
+    body = dict(_body(clock), reservations=reservations)
+    resp = http.post('/reservation/v1/leases', headers=member, json=body)
+    assert resp.status_code == 400, resp.get_json()
+    assert 'reservations' in resp.get_json()['error_message']
+
+
 def test_own_events_and_reservation_changes_are_refused(http, member, clock):
     body = dict(_body(clock), events=[{'event_type': 'notification',
                                        'event_date': '2030-01-01 10:00'}])
