@@ -26,6 +26,8 @@ def _message(resp):
         body = resp.json()
     except ValueError:
         return resp.text.strip() or resp.reason
+    if isinstance(body, dict) and 'error_message' in body:
+        return body['error_message']        # the reservation API's (Blazar)
     if isinstance(body, dict) and len(body) == 1:
         fault = next(iter(body.values()))
         if isinstance(fault, dict) and 'message' in fault:
@@ -42,6 +44,8 @@ class ApiClient:
         if not base.endswith('/v2.1'):
             base += '/v2.1'
         self.base = base
+        # The API's port: other APIs than compute's are mounted there.
+        self.root = base[:-len('/v2.1')]
         self.timeout = timeout
         self.session = requests.Session()
         self.session.headers.update({
@@ -51,8 +55,9 @@ class ApiClient:
         if token:
             self.session.headers['X-Auth-Token'] = token
 
-    def request(self, method, path, *, body=None, params=None):
-        url = self.base + path
+    def request(self, method, path, *, body=None, params=None, base=None):
+        """``path`` under ``base`` (default: the compute API's /v2.1)."""
+        url = (self.base if base is None else base) + path
         try:
             resp = self.session.request(method, url, json=body, params=params,
                                         timeout=self.timeout)

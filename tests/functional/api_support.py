@@ -61,7 +61,8 @@ def new_project():
 
 
 class Api:
-    """Requests to ``/v2.1`` as one user, at one microversion."""
+    """Requests to ``/v2.1`` (or to ``/reservation``, when the path says
+    so) as one user, at one microversion."""
 
     def __init__(self, app, token=None, version=None):
         self.http = app.test_client()
@@ -82,8 +83,8 @@ class Api:
         if version:
             all_headers['OpenStack-API-Version'] = 'compute %s' % version
         all_headers.update(headers or {})
-        url = path if path.startswith('/v2.1') or path == '/' else (
-            '/v2.1' + path)
+        url = path if path.startswith(('/v2.1', '/reservation')) or (
+            path == '/') else '/v2.1' + path
         return self.http.open(url, method=method, json=json,
                               headers=all_headers, **kwargs)
 
@@ -163,7 +164,11 @@ def _states(server):
 
 
 def message(resp):
-    """The message of a Nova fault body."""
+    """The message of a Nova fault body (or of a Blazar error, from the
+    reservation API)."""
     body = resp.get_json()
+    if 'error_message' in body:
+        assert body['error_code'] == resp.status_code, body
+        return body['error_message']
     (fault,) = body.values()
     return fault['message']
