@@ -36,6 +36,7 @@ from api.image import app as image_app
 from api.reservation import app as reservation_app
 from api.routes import accounting
 from api.routes import catalog
+from api.routes import image_metadata
 from api.routes import images
 from api.routes import leases
 from api.routes import os_hosts
@@ -58,7 +59,8 @@ def create_app(conf, client, *, policy=None):
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
     app.extensions[request.EXTENSION] = services
     for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
-                      leases.bp, os_hosts.bp, accounting.bp, images.bp):
+                      leases.bp, os_hosts.bp, accounting.bp, images.bp,
+                      image_metadata.bp):
         app.register_blueprint(blueprint)
     app.before_request(_read_version)
     app.before_request(lambda: jsonbody.check_path(flask.request.view_args))

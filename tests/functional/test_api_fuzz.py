@@ -185,7 +185,8 @@ PATHS = ['/servers', '/servers/detail', '/servers/{id}',
          '/flavors', '/flavors/{id}', '/os-hypervisors/detail', '/leases',
          '/leases/{id}', '/os-hosts', '/os-hosts/{id}',
          '/reservation/v1/leases', '/reservation/v1/leases/{id}',
-         '/reservation/v1/os-hosts', '/reservation/v1/os-hosts/{id}']
+         '/reservation/v1/os-hosts', '/reservation/v1/os-hosts/{id}',
+         '/images/{id}/metadata', '/images/{id}/metadata/{key}']
 _ID = st.one_of(st.uuids().map(str), st.text(max_size=20).filter(
     lambda s: '/' not in s and '?' not in s and '#' not in s),
     st.just('x' * 5000), st.just('..'), st.just('%00'))

@@ -33,6 +33,8 @@ from api import actions as api_actions
 from api import jsonbody
 from api import server as server_mod
 from api.reservation import app as reservation_app
+from common import context
+from common.db import images as images_db
 from tests.functional import api_support
 from tests.functional.api_support import message
 from tests.images_support import IMAGE
@@ -92,6 +94,12 @@ TARGETS = [
      ['name', 'prolong_for'], []),
     ('POST', POOL, {'name': 'h'}, ['name'], []),
     ('PUT', POOL + '/host1', {'values': {}}, [], []),
+    ('POST', '/images/{image}/metadata', {'metadata': {'color': 'red'}},
+     [], []),
+    ('PUT', '/images/{image}/metadata', {'metadata': {'color': 'red'}},
+     [], []),
+    ('PUT', '/images/{image}/metadata/tristate:crash',
+     {'meta': {'tristate:crash': 'x'}}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),
@@ -147,6 +155,7 @@ def test_every_action_and_body_route_is_a_target(app):
                  + path.replace('{id}', '<server_id>')
                  .replace('{lease}', '<lease_id>')
                  .replace('{project}', '<project_id>')
+                 .replace('{image}', '<image_id>')
                  .replace('tristate:crash', '<key>')
                  .replace('os-hosts/host1', 'os-hosts/<host>'
                           if not path.startswith(BLAZAR)
@@ -176,13 +185,16 @@ def attacker(app):
 
 
 @pytest.fixture(scope='module')
-def aims(attacker):
+def aims(attacker, plane):
     """What the paths name: the attacker's server, lease and project."""
     server = attacker.active(name='target')
     lease = attacker.post('/leases', json=_lease(name='target'))
     assert lease.status_code == 201, lease.get_json()
+    project = attacker.token.split(':')[1]
+    image = images_db.create(plane.statedb, context.RequestContext(
+        user_id='u', project_id=project), {'name': 'target'})
     return {'id': server['id'], 'lease': lease.get_json()['lease']['id'],
-            'project': attacker.token.split(':')[1]}
+            'project': project, 'image': image['id']}
 
 
 def _url(path, aims):
@@ -193,6 +205,7 @@ def _seen(attacker, aims):
     """Everything the attacker's requests could have changed."""
     admin = attacker.as_(api_support.ADMIN_TOKEN)
     return (attacker.get('/servers/detail').get_json(),
+            attacker.get('/images/%s/metadata' % aims['image']).get_json(),
             attacker.get('/leases').get_json(),
             admin.get('/os-quota-sets/%s' % aims['project']).get_json(),
             admin.get(POOL).get_json())

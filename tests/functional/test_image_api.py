@@ -667,6 +667,49 @@ def test_nova_image_proxy(server, glance):
     assert compute.get(base + '/' + image).status_code == 404
 
 
+def test_nova_image_metadata(server, glance, other):
+    """Nova's /images/{id}/metadata (deprecated at 2.39) over the image's
+    properties, as Tempest's compute image metadata tests use it."""
+    compute = requests.Session()
+    compute.headers['X-Auth-Token'] = glance.token
+    image = glance.create(name='meta', color='red')['id']
+    base = server.url + '/v2.1/images/%s/metadata' % image
+    assert compute.get(base).json() == {'metadata': {'color': 'red'}}
+    merged = compute.post(base, json={'metadata': {'shape': 'round'}})
+    assert (merged.status_code, merged.json()) == (
+        200, {'metadata': {'color': 'red', 'shape': 'round'}})
+    replaced = compute.put(base, json={'metadata': {'os': 'linux'}})
+    assert replaced.json() == {'metadata': {'os': 'linux'}}
+    assert glance.show(image)['os'] == 'linux'
+    assert 'color' not in glance.show(image)
+    assert compute.get(base + '/os').json() == {'meta': {'os': 'linux'}}
+    one = compute.put(base + '/arch', json={'meta': {'arch': 'x86_64'}})
+    assert (one.status_code, one.json()) == (200, {'meta': {'arch': 'x86_64'}})
+    assert compute.delete(base + '/arch').status_code == 204
+    assert compute.get(base + '/arch').status_code == 404
+    assert compute.delete(base + '/arch').status_code == 404
+    # refusals change nothing
+    for path, method, body, code in [
+            ('/os', 'put', {'meta': {'other': 'x'}}, 400),     # URI mismatch
+            ('/os', 'put', {'meta': {'os': 'a', 'b': 'c'}}, 400),
+            ('', 'post', {'metadata': {'k': 1}}, 400),         # not a string
+            ('', 'post', {'metadata': {'x' * 256: 'v'}}, 400),
+            ('', 'post', {'metadata': {'size': 'v'}}, 403),      # read-only
+            ('', 'post', {'metadata': {'location': 'v'}}, 403)]:  # reserved
+        resp = getattr(compute, method)(base + path, json=body)
+        assert resp.status_code == code, (path, body, resp.text)
+    assert compute.get(base).json() == {'metadata': {'os': 'linux'}}
+    # another project: not seen; from 2.39 the API is gone
+    stranger = requests.Session()
+    stranger.headers['X-Auth-Token'] = other.token
+    assert stranger.get(base).status_code == 404
+    assert stranger.post(base, json={'metadata': {'a': 'b'}}
+                         ).status_code == 404
+    late = compute.get(base, headers={'OpenStack-API-Version':
+                                      'compute 2.39'})
+    assert late.status_code == 404
+
+
 def test_another_glance_serves_the_images(shared_plane):
     conf = shared_plane.conf
     set_opts(conf, 'image', api_endpoint='http://glance.example:9292')
