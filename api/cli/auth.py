@@ -80,9 +80,11 @@ def register(parser, argv, config):
                 service, ' (env %s)' % legacy if legacy else ''))
 
 
-def _fill_legacy(options):
-    """``tristate``'s own variables for the fixed-endpoint plugins."""
-    if options.os_auth_type not in FIXED_ENDPOINT:
+def _fill_legacy(options, config):
+    """``tristate``'s own variables and defaults, when no cloud (of
+    clouds.yaml or of ``OS_*`` variables) says anything."""
+    if (options.os_auth_type not in FIXED_ENDPOINT
+            or _has_cloud(config, options.os_cloud)):
         return
     env = os.environ.get
     if not getattr(options, 'os_endpoint', None):
@@ -95,7 +97,7 @@ def _fill_legacy(options):
 
 def cloud_region(options, config):
     """The openstacksdk CloudRegion the parsed ``options`` describe."""
-    _fill_legacy(options)
+    _fill_legacy(options, config)
     try:
         return config.get_one(argparse=options)
     except (openstack.exceptions.ConfigException,
@@ -120,20 +122,21 @@ def _root(url):
     return base
 
 
-def endpoints(region, session):
-    """{'compute': URL, 'image': URL} for this cloud region."""
-    out = {}
-    fixed = region.config.get('auth_type') in FIXED_ENDPOINT
-    root = _root(region.config.get('auth', {}).get('endpoint') or
-                 DEFAULT_ENDPOINT)
-    for service, path in (('compute', '/v2.1'), ('image', '/image')):
-        url = region.config.get('%s_endpoint_override' % service)
-        if not url and fixed:
-            url = root + path
-        if not url:
-            url = _from_catalog(region, session, service)
-        out[service] = _with_path(url, path) if service == 'compute' else url
-    return out
+PATHS = {'compute': '/v2.1', 'image': '/image'}
+
+
+def endpoint(region, session, service):
+    """The URL of ``service`` (``compute`` or ``image``) for this cloud
+    region: its override, else the fixed endpoint's path, else the
+    catalog's."""
+    path = PATHS[service]
+    url = region.config.get('%s_endpoint_override' % service)
+    if not url and region.config.get('auth_type') in FIXED_ENDPOINT:
+        url = _root(region.config.get('auth', {}).get('endpoint')
+                    or DEFAULT_ENDPOINT) + path
+    if not url:
+        url = _from_catalog(region, session, service)
+    return _with_path(url, path) if service == 'compute' else url
 
 
 def _from_catalog(region, session, service):
@@ -141,6 +144,8 @@ def _from_catalog(region, session, service):
         url = session.get_endpoint(service_type=service,
                                    interface=region.get_interface(),
                                    region_name=region.get_region_name())
+    except ks_exceptions.EndpointNotFound:
+        url = None
     except ks_exceptions.ClientException as err:
         raise AuthError('Cannot authenticate with %s: %s' % (
             region.config.get('auth_type'), err)) from None
@@ -152,3 +157,20 @@ def _from_catalog(region, session, service):
                 service, region.get_interface(), region.get_region_name(),
                 service))
     return url
+
+
+def project_id(region, session):
+    """The project the credentials name: Keystone's scope, or noauth's
+    ``USER:PROJECT`` token; None when they name none."""
+    auth_type = region.config.get('auth_type')
+    if auth_type == 'admin_token':
+        token = region.config.get('auth', {}).get('token') or ''
+        user, _, project = token.partition(':')
+        return project or user or None
+    if auth_type in FIXED_ENDPOINT:
+        return None
+    try:
+        return session.get_project_id()
+    except ks_exceptions.ClientException as err:
+        raise AuthError('Cannot authenticate with %s: %s'
+                        % (auth_type, err)) from None

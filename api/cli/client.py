@@ -6,6 +6,7 @@ the states the action needs), so the command line can print it as it is.
 """
 
 import time
+from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exceptions
 import requests
@@ -33,6 +34,15 @@ def _message(resp):
         if isinstance(fault, dict) and 'message' in fault:
             return fault['message']
     return str(body)
+
+
+def next_marker(links):
+    """The ``marker`` of a list's ``next`` link, or None."""
+    for link in links or ():
+        if link.get('rel') == 'next':
+            query = parse.parse_qs(parse.urlsplit(link['href']).query)
+            return (query.get('marker') or [None])[-1]
+    return None
 
 
 class ApiClient:
@@ -123,6 +133,27 @@ class ApiClient:
                            % name_or_id, status=404)
         raise ApiError('More than one server is named %r: use its ID (%s).'
                        % (name_or_id, ', '.join(s['id'] for s in found)))
+
+    def list_servers(self, params, *, limit=None):
+        """``/servers/detail`` with ``params``, following the API's next
+        links (``marker``) until ``limit`` servers or the last page."""
+        params, out = dict(params), []
+        if limit == 0:
+            return out
+        while True:
+            if limit is not None:
+                params['limit'] = limit - len(out)
+            found = self.get('/servers/detail', **params)
+            out.extend(found['servers'])
+            marker = next_marker(found.get('servers_links'))
+            if (not marker or not found['servers']
+                    or (limit is not None and len(out) >= limit)):
+                return out[:limit] if limit is not None else out
+            if marker == params.get('marker'):
+                raise ApiError('The API answered the page after %s twice: '
+                               'stopped after %d servers.'
+                               % (marker, len(out)))
+            params['marker'] = marker
 
     def action(self, server_id, body):
         return self.post('/servers/%s/action' % server_id, body)

@@ -31,14 +31,16 @@ from cliff import app
 from cliff import commandmanager
 import openstack.config
 
+from api.cli import accounting
 from api.cli import auth
 from api.cli import catalog
 from api.cli import client as client_mod
+from api.cli import events
 from api.cli import images
 from api.cli import leases
 from api.cli import servers
 
-COMMAND_MODULES = (servers, catalog, images, leases)
+COMMAND_MODULES = (servers, events, catalog, accounting, images, leases)
 
 
 class TristateApp(app.App):
@@ -56,6 +58,8 @@ class TristateApp(app.App):
                          deferred_help=True)
         self._client = None
         self._images = None
+        self._project = None
+        self._region = self._session = None
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         parser = super().build_option_parser(description, version,
@@ -74,29 +78,39 @@ class TristateApp(app.App):
         return parser
 
     def _connect(self):
-        options = self.options
-        region = auth.cloud_region(options, self.cloud_config)
-        session = region.get_session()
-        urls = auth.endpoints(region, session)
-        self._client = client_mod.ApiClient(
-            urls['compute'], session=session,
-            microversion=options.os_compute_api_version,
-            timeout=options.http_timeout)
-        self._images = images.ImageService(
-            urls['image'], session=session, timeout=options.http_timeout)
+        """The session and project of the credentials, once."""
+        if self._session is None:
+            region = auth.cloud_region(self.options, self.cloud_config)
+            session = region.get_session()
+            self._project = auth.project_id(region, session)
+            self._region, self._session = region, session
+        return self._region, self._session
 
     @property
     def client(self):
         """The compute API's client, made at first use (``help`` needs
         none)."""
         if self._client is None:
-            self._connect()
+            region, session = self._connect()
+            self._client = client_mod.ApiClient(
+                auth.endpoint(region, session, 'compute'), session=session,
+                microversion=self.options.os_compute_api_version,
+                timeout=self.options.http_timeout)
         return self._client
+
+    def project_id(self):
+        """The project the credentials are scoped to, or None."""
+        self._connect()
+        return self._project
 
     @property
     def images(self):
+        """The image API's client, made at first use."""
         if self._images is None:
-            self._connect()
+            region, session = self._connect()
+            self._images = images.ImageService(
+                auth.endpoint(region, session, 'image'), session=session,
+                timeout=self.options.http_timeout)
         return self._images
 
 

@@ -8,6 +8,7 @@ from cliff import command
 from cliff import lister
 from cliff import show
 
+from api.cli import client as client_mod
 from api.cli import columns
 from api.cli import waits
 from common import states
@@ -150,7 +151,11 @@ class CreateServer(_Waits, show.ShowOne):
 
 
 class ListServers(lister.Lister):
-    """List servers (your project's; every project's with --all-projects)."""
+    """List servers (your project's; every project's with --all-projects).
+
+    Every page the API answers is followed (its ``servers_links``), up to
+    --limit servers.
+    """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -160,17 +165,34 @@ class ListServers(lister.Lister):
                             help='Also vm_state, EC2 state, progress, '
                                  'project.')
         parser.add_argument('--status', help='Only servers with this status.')
+        parser.add_argument('--name', metavar='REGEX',
+                            help='Only servers whose name matches this '
+                                 'regular expression (as Nova).')
+        parser.add_argument('--host', help='Only servers on this host '
+                                           '(admin).')
+        parser.add_argument('--project', metavar='PROJECT_ID',
+                            help='Only this project\'s servers (admin; '
+                                 'implies --all-projects).')
+        parser.add_argument('--limit', type=int, metavar='N',
+                            help='At most N servers (default: all).')
+        parser.add_argument('--marker', metavar='SERVER_ID',
+                            help='Start after this server (as listed).')
         return parser
 
     def take_action(self, parsed_args):
-        params = {}
-        if parsed_args.all_projects:
+        args = parsed_args
+        if args.limit is not None and args.limit < 0:
+            raise client_mod.ApiError('--limit must be >= 0, not %d'
+                                      % args.limit)
+        params = {key: value for key, value in (
+            ('status', args.status), ('name', args.name),
+            ('host', args.host), ('project_id', args.project),
+            ('marker', args.marker)) if value}
+        if args.all_projects or args.project:
             params['all_tenants'] = '1'
-        if parsed_args.status:
-            params['status'] = parsed_args.status
-        servers = self.app.client.get('/servers/detail', **params)['servers']
-        fields = LONG_FIELDS if parsed_args.long else LIST_FIELDS
-        return fields, [list_row(s, parsed_args.long) for s in servers]
+        servers = self.app.client.list_servers(params, limit=args.limit)
+        fields = LONG_FIELDS if args.long else LIST_FIELDS
+        return fields, [list_row(s, args.long) for s in servers]
 
 
 class ShowServer(show.ShowOne):
