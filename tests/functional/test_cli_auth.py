@@ -159,3 +159,26 @@ def test_an_unreachable_keystone(tristate, tmp_path):
     done = run(tristate, tmp_path, 'server', 'list', env=env, ok=False)
     assert done.returncode == 1
     assert 'Cannot authenticate with password' in done.stderr
+
+
+def test_a_catalog_registered_by_tristate_manage(tristate, tmp_path):
+    fake = FakeKeystone().start()
+    env = {'OS_AUTH_URL': fake.url, 'OS_USERNAME': 'kuser',
+           'OS_PASSWORD': 'secret', 'OS_PROJECT_NAME': 'kproj',
+           'OS_USER_DOMAIN_ID': 'default', 'OS_PROJECT_DOMAIN_ID': 'default'}
+    try:
+        full = {k: v for k, v in tristate.env.items()
+                if not k.startswith(('TRISTATE_', 'OS_'))}
+        full.update(HOME=str(tmp_path), **env)
+        registered = subprocess.run(
+            [sys.executable, '-c', 'import sys; from common.cmd.manage '
+             'import main; sys.exit(main())', 'catalog', '--public-url',
+             tristate.endpoint, '--register'], env=full, capture_output=True,
+            text=True, timeout=COMMAND_TIMEOUT, check=False)
+        assert registered.returncode == 0, registered.stdout
+        assert names(run(tristate, tmp_path, 'server', 'list', '-f', 'json',
+                         env=env)) == ['k1']
+        assert 'pub' in run(tristate, tmp_path, 'image', 'list',
+                            env=env).stdout
+    finally:
+        fake.stop()
