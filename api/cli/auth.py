@@ -27,7 +27,7 @@ import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading
-import openstack.config
+from openstack import exceptions as sdk_exceptions
 
 DEFAULT_ENDPOINT = 'http://127.0.0.1:8774'
 # keystoneauth plugins with one fixed endpoint and no catalog.
@@ -57,7 +57,7 @@ def register(parser, argv, config):
         try:
             default = config.get_one(cloud=known.os_cloud,
                                      validate=False).config['auth_type']
-        except openstack.exceptions.ConfigException as err:
+        except sdk_exceptions.ConfigException as err:
             raise AuthError(str(err)) from None
     loading.register_auth_argparse_arguments(parser, argv, default=default)
     loading.register_session_argparse_arguments(parser)
@@ -100,7 +100,7 @@ def cloud_region(options, config):
     _fill_legacy(options, config)
     try:
         return config.get_one(argparse=options)
-    except (openstack.exceptions.ConfigException,
+    except (sdk_exceptions.ConfigException,
             ks_exceptions.ClientException) as err:
         raise AuthError('%s. Set --os-cloud (clouds.yaml) or OS_* '
                         'variables; see `tristate --help`.' % err) from None

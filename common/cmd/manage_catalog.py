@@ -97,13 +97,14 @@ class Identity:
 
 def _identity(cloud):
     """Identity v3 as the admin openstacksdk's loader finds."""
-    import openstack.config
     from keystoneauth1 import exceptions as ks_exceptions
+    from openstack import exceptions as sdk_exceptions
+    import openstack.config
     try:
         region = openstack.config.OpenStackConfig().get_one(cloud=cloud)
         session = region.get_session()
         session.get_token()
-    except (openstack.exceptions.ConfigException,
+    except (sdk_exceptions.ConfigException,
             ks_exceptions.ClientException) as err:
         raise CatalogError('Cannot authenticate to Keystone: %s. Set '
                            '--os-cloud (clouds.yaml) or OS_AUTH_URL, '
