@@ -6,9 +6,9 @@ before it calls the compute API. A plane on noauth has no identity API;
 pointing openstackclient's ``identity_endpoint_override`` at this prefix
 (``/identity/v3``) answers version discovery, any project or user *by ID*
 as existing with its ID for a name (noauth's ``USER:PROJECT`` tokens name
-them by ID), and everything else (lists, searches by name, changes) with
-403 and a message saying why: openstackclient then takes a name as the ID,
-as it does for a member of a real cloud. Only registered when ``[api]
+them by ID), any other read (lists, searches by name) with 403 and a
+message saying why, and a change with 405: openstackclient then takes a
+name as the ID, as it does for a member of a real cloud. Only registered when ``[api]
 auth_strategy = noauth``; with Keystone, Keystone answers.
 """
 
@@ -52,10 +52,10 @@ def named(kind, item_id):
                   'links': {'self': flask.request.base_url}}}
 
 
-@bp.route('/<path:path>',
-          methods=['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'])
+@bp.get('/<path:path>')
 def refused(path):
-    """Anything else: forbidden, as a member of a real cloud is."""
+    """Any other read: forbidden, as a member of a real cloud is (a
+    change is a 405: there is nothing to change)."""
     response = flask.jsonify({'error': {'code': 403, 'title': 'Forbidden',
                                         'message': MESSAGE}})
     response.status_code = 403

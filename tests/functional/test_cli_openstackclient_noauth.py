@@ -116,6 +116,6 @@ def test_server_list_by_project(home, server):
 def test_a_project_by_id_exists_other_identity_calls_say_why_not(home):
     shown = parsed(osc(home, 'project', 'show', PROJECT, '-f', 'json'))
     assert (shown['id'], shown['name']) == (PROJECT, PROJECT)
-    done = osc(home, 'project', 'create', 'new-project', ok=False)
+    done = osc(home, 'region', 'list', ok=False)
     assert done.returncode == 1
     assert 'auth_strategy = noauth' in done.stderr
