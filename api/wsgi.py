@@ -39,6 +39,7 @@ from api.routes import catalog
 from api.routes import image_metadata
 from api.routes import images
 from api.routes import leases
+from api.routes import noauth_identity
 from api.routes import os_hosts
 from api.routes import server_actions
 from api.routes import servers
@@ -62,6 +63,8 @@ def create_app(conf, client, *, policy=None):
                       leases.bp, os_hosts.bp, accounting.bp, images.bp,
                       image_metadata.bp):
         app.register_blueprint(blueprint)
+    if conf.api.auth_strategy == 'noauth':
+        app.register_blueprint(noauth_identity.bp)
     app.before_request(_read_version)
     app.before_request(lambda: jsonbody.check_path(flask.request.view_args))
     app.after_request(_response_headers)
