@@ -20,6 +20,9 @@ ANYONE = ''
 
 SERVERS = 'tristate:servers:%s'
 LEASES = 'tristate:leases:%s'
+# Blazar's v1 (api/reservation), and the leases' reservable pool in it.
+BLAZAR = '/reservation/v1'
+POOL = BLAZAR + '/os-hosts'
 
 
 def _rule(name, check, description, *operations):
@@ -124,27 +127,31 @@ def _accounting_rules():
 
 
 def _lease_rules():
-    """Leases (Blazar's defaults): a project reserves hosts for itself."""
+    """Leases (Blazar's defaults): a project reserves hosts for itself.
+    Each rule holds for both faces: ``/v2.1/leases`` and Blazar's
+    ``/reservation/v1/leases``."""
+    one = '/leases/{lease_id}'
     return [
         _rule(LEASES % 'index', ANYONE, 'List the project\'s leases.',
-              ('GET', '/leases')),
+              ('GET', '/leases'), ('GET', BLAZAR + '/leases')),
         _rule(LEASES % 'index:all_projects', ADMIN,
-              'List the leases of every project (all_projects).',
-              ('GET', '/leases?all_projects=1')),
+              'List the leases of every project (all_projects; Blazar\'s '
+              'list shows them to whom this allows).',
+              ('GET', '/leases?all_projects=1'), ('GET', BLAZAR + '/leases')),
         _rule(LEASES % 'show', OWNER, 'Show a lease.',
-              ('GET', '/leases/{lease_id}')),
+              ('GET', one), ('GET', BLAZAR + one)),
         _rule(LEASES % 'create', ANYONE, 'Reserve hosts: create a lease.',
-              ('POST', '/leases')),
+              ('POST', '/leases'), ('POST', BLAZAR + '/leases')),
         _rule(LEASES % 'update', OWNER, 'Change a lease\'s dates, name or '
-              'on_end.', ('PUT', '/leases/{lease_id}')),
+              'on_end.', ('PUT', one), ('PUT', BLAZAR + one)),
         _rule(LEASES % 'delete', OWNER, 'Delete a lease (an active one '
-              'ends first).', ('DELETE', '/leases/{lease_id}')),
+              'ends first).', ('DELETE', one), ('DELETE', BLAZAR + one)),
         _rule(LEASES % 'hosts:index', ADMIN, 'List the hosts of the '
-              'reservable pool.', ('GET', '/os-hosts')),
+              'reservable pool.', ('GET', POOL), ('GET', POOL + '/{host}')),
         _rule(LEASES % 'hosts:add', ADMIN, 'Put a host into the reservable '
-              'pool (only its hosts can be leased).', ('POST', '/os-hosts')),
+              'pool (only its hosts can be leased).', ('POST', POOL)),
         _rule(LEASES % 'hosts:remove', ADMIN, 'Take a host out of the '
-              'reservable pool.', ('DELETE', '/os-hosts/{host}')),
+              'reservable pool.', ('DELETE', POOL + '/{host}')),
     ]
 
 

@@ -13,7 +13,9 @@ conductor and renders (:mod:`api.views`); any error becomes Nova's JSON
 fault (:mod:`api.faults`).
 
 Under ``/image`` the image API (Glance v2, :mod:`api.image`) answers
-instead, mounted before the body limit (its uploads are streamed).
+instead, mounted before the body limit (its uploads are streamed); under
+``/reservation`` the reservation API (Blazar v1, :mod:`api.reservation`),
+with the same conductor client and policy, behind the body limit.
 """
 
 import logging
@@ -31,10 +33,14 @@ from api import ops
 from api import policy as policy_mod
 from api import request
 from api.image import app as image_app
+from api.reservation import app as reservation_app
 from api.routes import accounting
 from api.routes import catalog
+from api.routes import image_metadata
 from api.routes import images
 from api.routes import leases
+from api.routes import noauth_identity
+from api.routes import os_hosts
 from api.routes import server_actions
 from api.routes import servers
 from api.routes import versions
@@ -50,11 +56,15 @@ def create_app(conf, client, *, policy=None):
     app = flask.Flask('tristate-api')
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
-    app.extensions[request.EXTENSION] = request.Services(
+    services = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
+    app.extensions[request.EXTENSION] = services
     for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
-                      leases.bp, leases.hosts_bp, accounting.bp, images.bp):
+                      leases.bp, os_hosts.bp, accounting.bp, images.bp,
+                      image_metadata.bp):
         app.register_blueprint(blueprint)
+    if conf.api.auth_strategy == 'noauth':
+        app.register_blueprint(noauth_identity.bp)
     app.before_request(_read_version)
     app.before_request(lambda: jsonbody.check_path(flask.request.view_args))
     app.after_request(_response_headers)
@@ -62,9 +72,11 @@ def create_app(conf, client, *, policy=None):
     app.register_error_handler(http_exceptions.HTTPException, _http_error)
     app.register_error_handler(Exception, _error)
     statedb = getattr(client, 'statedb', None)
+    compute = reservation_app.mount(auth.wrap(app.wsgi_app, conf), conf,
+                                    services)
     app.wsgi_app = middleware.wrap(
-        ops.wrap(auth.wrap(app.wsgi_app, conf), conf, statedb,
-                 getattr(client, 'connector', None)), conf,
+        ops.wrap(compute, conf, statedb, getattr(client, 'connector', None)),
+        conf,
         before_limit=lambda compute: image_app.mount(compute, conf, statedb))
     return app
 

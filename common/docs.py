@@ -262,6 +262,14 @@ def render_leases_md():
         'one event. A denied change answers 409 with the reason.'
         % leases.RESOURCE_HOST,
         '',
+        'The statuses are Blazar\'s, and so is the API: Blazar\'s v1 under '
+        '`/reservation` of the API\'s port (`/reservation/v1/leases`, and the '
+        'reservable pool `/reservation/v1/os-hosts`), which '
+        'python-blazarclient\'s `openstack reservation` commands use; '
+        'Tristate\'s own `/v2.1/leases` is the same leases with `on_end` and '
+        '`status_reason` as plain keys (docs/operator-guide.md, section 6). '
+        'The paths below are relative to either.',
+        '',
         '## Operations',
         '',
         'An operation moves the lease to its transitional status, does its '

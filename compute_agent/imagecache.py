@@ -37,6 +37,12 @@ the fetch until the disk exists). Otherwise an image unused for
 ``[image] cache_max_age`` seconds is removed by :meth:`ImageCache.clean`,
 which the agent runs every ``cache_check_interval`` seconds.
 
+An image service that cannot be reached (or answers 5xx) does not stop a
+build from an image cached here: the copy verified before is used as it is
+(unchanged since: its stamp), as a hypervisor host builds from its cache
+without asking Glance. Only a copy never verified, or changed since, needs
+the service.
+
 Errors: an image that does not exist, is not active, has an unsupported
 format or content, or whose data does not match its hash fails the task as
 the user's mistake (:class:`ImageUnusable`, fault code 400); an image
@@ -74,6 +80,12 @@ _ID = re.compile(r'[A-Za-z0-9_-]{1,255}')
 # cache directory).
 _PINS = {}
 _PINS_LOCK = threading.Lock()
+
+
+class ImageServiceUnreachable(VirtError):
+    """The image service could not be reached or failed (5xx): a copy
+    cached and verified before is used as it is (:meth:`ImageCache.fetch`);
+    without one, the task fails as the system's trouble (500)."""
 
 
 class ImageUnusable(VirtError):
@@ -222,7 +234,15 @@ class ImageCache:
         a good copy is cached. Raises :class:`ImageUnusable` or
         VirtError."""
         _check_id(image_id)
-        meta = self._show(image_id, client)
+        try:
+            meta = self._show(image_id, client)
+        except ImageServiceUnreachable as err:
+            cached = self._recorded(image_id)
+            if cached is None:
+                raise
+            LOG.warning('Image service unreachable (%s): using image %s as '
+                        'cached and verified before', err, image_id)
+            return cached
         _check_meta(image_id, meta)
         algo, digest = _expected_hash(meta)
         with self._locked(image_id):
@@ -275,11 +295,32 @@ class ImageCache:
             return client.show(image_id)
         except client_mod.ImageNotFound:
             raise ImageUnusable('image %s not found' % image_id) from None
-        except (client_mod.ImageForbidden,
-                client_mod.ImageServiceError) as err:
+        except client_mod.ImageForbidden as err:
             # A refused grant or credential is the system's trouble: the
             # API checked that the user may use the image.
             raise VirtError('image %s: %s' % (image_id, err)) from None
+        except client_mod.ImageServiceError as err:
+            status = err.kwargs.get('status')
+            if status is None or status >= 500:
+                raise ImageServiceUnreachable(
+                    'image %s: %s' % (image_id, err)) from None
+            raise VirtError('image %s: %s' % (image_id, err)) from None
+
+    def _recorded(self, image_id):
+        """The cached copy as verified before, if it is there unchanged
+        (the image service cannot be asked): else None."""
+        with self._locked(image_id):
+            record = self._load_record(image_id)
+            try:
+                st = os.stat(self._file(image_id))
+            except FileNotFoundError:
+                return None
+            if record is None or record.get('stamp') != _stamp(st):
+                return None
+            cached = self._cached(image_id, record)
+            check_content(cached.path, cached.disk_format)
+            self._touch(image_id)
+        return cached
 
     def _verified(self, image_id, meta, algo, digest):
         """The cached copy if it is there and good; a bad one is removed."""

@@ -27,22 +27,18 @@ if [ ! -x "$venv/bin/tox" ]; then
     "$venv/bin/pip" install -q 'tox>=4,<5'
 fi
 
-# A real Glance for tests/integration/test_glance_*.py: a virtualenv of its
-# own (Glance pins library versions of its own), made once for these pins and
-# kept in the cache directory (~250 MB; ~35 s to install here). A virtualenv
-# named by TRISTATE_TEST_GLANCE is used as it is.
-glance_pins=('glance>=33,<34' 'gunicorn>=23,<24')
-if [ -z "${TRISTATE_TEST_GLANCE:-}" ]; then
-    TRISTATE_TEST_GLANCE=${XDG_CACHE_HOME:-$HOME/.cache}/tristate/glance-venv
-    if [ "$(cat "$TRISTATE_TEST_GLANCE/.tristate-pins" 2>/dev/null)" != "${glance_pins[*]}" ]; then
-        echo "== virtualenv $TRISTATE_TEST_GLANCE with ${glance_pins[*]}"
-        rm -rf "$TRISTATE_TEST_GLANCE"
-        python3 -m venv "$TRISTATE_TEST_GLANCE"
-        "$TRISTATE_TEST_GLANCE/bin/pip" install -q "${glance_pins[@]}"
-        echo "${glance_pins[*]}" > "$TRISTATE_TEST_GLANCE/.tristate-pins"
-    fi
-fi
-export TRISTATE_TEST_GLANCE
+# A real Glance and a real Keystone for the tests against them
+# (tests/integration/test_glance_*.py, keystone_support.py), and Tempest
+# for its CI subset (tests/integration/test_tempest_subset.py): each in a
+# virtualenv of its own (they pin library versions of their own), made once
+# for the pins of tools/cached-venv.sh and kept in the cache directory
+# (~250 MB each; ~35 s to ~2 min to install here). A virtualenv named by
+# TRISTATE_TEST_GLANCE, TRISTATE_TEST_KEYSTONE or TRISTATE_TEST_TEMPEST is
+# used as it is.
+source tools/cached-venv.sh
+cached_venv TRISTATE_TEST_GLANCE glance-venv "${GLANCE_PINS[@]}"
+cached_venv TRISTATE_TEST_KEYSTONE keystone-venv "${KEYSTONE_PINS[@]}"
+cached_venv TRISTATE_TEST_TEMPEST tempest-venv "${TEMPEST_PINS[@]}"
 
 work=$(mktemp -d /tmp/tristate-tests.XXXXXX)
 chmod 755 "$work"

@@ -1,6 +1,10 @@
-"""``tristate host list`` and ``tristate flavor list``."""
+"""``tristate host list``, ``tristate hypervisor list|show`` and
+``tristate flavor list``."""
 
 from cliff import lister
+from cliff import show
+
+from api.cli import client as client_mod
 
 from api.cli import columns
 
@@ -34,5 +38,66 @@ class ListFlavors(lister.Lister):
                         for f in flavors]
 
 
+HYPERVISOR_FIELDS = ('ID', 'Hypervisor Hostname', 'Hypervisor Type',
+                     'State', 'Status')
+
+
+def _hypervisors(client):
+    return client.get('/os-hypervisors/detail')['hypervisors']
+
+
+class ListHypervisors(lister.Lister):
+    """Hypervisors (admin), with openstackclient's columns."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--long', action='store_true',
+                            help='Also vCPUs, RAM and disk, used/total.')
+        return parser
+
+    def take_action(self, parsed_args):
+        fields = HYPERVISOR_FIELDS
+        if parsed_args.long:
+            fields += ('vCPUs', 'RAM MiB', 'Disk GiB', 'Instances')
+        rows = []
+        for h in _hypervisors(self.app.client):
+            row = (h['id'], h['hypervisor_hostname'], h['hypervisor_type'],
+                   h['state'], h['status'])
+            if parsed_args.long:
+                u = h['tristate:usage']     # Nova's keys are gone at 2.88
+                row += (columns.Usage((u['vcpus_used'], u['vcpus'])),
+                        columns.Usage((u['memory_mb_used'], u['memory_mb'])),
+                        columns.Usage((u['local_gb_used'], u['local_gb'])),
+                        u['running_vms'])
+            rows.append(row)
+        return fields, rows
+
+
+class ShowHypervisor(show.ShowOne):
+    """One hypervisor (admin), by ID or host name: every field."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('hypervisor', help='Hypervisor ID or host name.')
+        return parser
+
+    def take_action(self, parsed_args):
+        wanted = parsed_args.hypervisor
+        found = [h for h in _hypervisors(self.app.client)
+                 if wanted in (str(h['id']), h['hypervisor_hostname'])]
+        if not found:
+            raise client_mod.ApiError('No hypervisor with an ID or host name '
+                                      'of %r exists.' % wanted, status=404)
+        body = found[0]
+        keys = sorted(k for k in body if k != 'service')
+        values = [body[k] for k in keys]
+        if isinstance(body.get('service'), dict):
+            keys.append('service_host')
+            values.append(body['service'].get('host'))
+        return tuple(keys), tuple(values)
+
+
 def commands():
-    return {'host list': ListHosts, 'flavor list': ListFlavors}
+    return {'host list': ListHosts, 'flavor list': ListFlavors,
+            'hypervisor list': ListHypervisors,
+            'hypervisor show': ShowHypervisor}

@@ -49,10 +49,10 @@ class ImageService:
     """The image API as the command line uses it: every failure is an
     :class:`~api.cli.client.ApiError` with the service's reason."""
 
-    def __init__(self, base_url, *, token=None, timeout=30.0):
+    def __init__(self, base_url, *, token=None, session=None, timeout=30.0):
         self.base_url = base_url
         self.glance = glance.GlanceClient(base_url, token=token,
-                                          timeout=timeout)
+                                          session=session, timeout=timeout)
 
     def call(self, method, *args, **kwargs):
         try:
@@ -62,7 +62,8 @@ class ImageService:
             if status is None:
                 raise client_mod.ApiError(
                     'Cannot reach the image API at %s: %s. Set '
-                    '--os-image-endpoint or TRISTATE_IMAGE_ENDPOINT.'
+                    '--os-image-endpoint-override or '
+                    'TRISTATE_IMAGE_ENDPOINT.'
                     % (self.base_url, err.kwargs.get('reason'))) from None
             raise client_mod.ApiError('%s (HTTP %s)' % (
                 err.kwargs.get('reason'), status), status=status) from None

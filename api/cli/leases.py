@@ -23,6 +23,8 @@ SHOW_FIELDS = ('id', 'name', 'status', 'status_reason', 'project_id',
                'reservations', 'events', 'created_at', 'updated_at')
 LIST_FIELDS = ('ID', 'Name', 'Status', 'Start', 'End', 'Hosts',
                'Reservation')
+# The reservable pool: Blazar's os-hosts, in the reservation API.
+POOL = '/reservation/v1/os-hosts'
 
 
 def _reservations(lease):
@@ -193,7 +195,8 @@ class ListPoolHosts(lister.Lister):
     """List the hosts of the reservable pool (admin only)."""
 
     def take_action(self, parsed_args):
-        hosts = self.app.client.get('/os-hosts')['hosts']
+        client = self.app.client
+        hosts = client.request('GET', POOL, base=client.root)['hosts']
         return (('Host', 'vCPUs', 'RAM (MiB)', 'Disk (GiB)', 'Enabled'),
                 [(h['id'], h['vcpus'], h['memory_mb'], h['local_gb'],
                   h['tristate:enabled']) for h in hosts])
@@ -210,8 +213,10 @@ class AddPoolHost(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        client = self.app.client
         for host in parsed_args.hosts:
-            self.app.client.post('/os-hosts', {'name': host})
+            client.request('POST', POOL, body={'name': host},
+                           base=client.root)
 
 
 class RemovePoolHost(command.Command):
@@ -225,8 +230,10 @@ class RemovePoolHost(command.Command):
         return parser
 
     def take_action(self, parsed_args):
+        client = self.app.client
         for host in parsed_args.hosts:
-            self.app.client.delete('/os-hosts/%s' % parse.quote(host, safe=''))
+            client.request('DELETE', '%s/%s' % (POOL, parse.quote(host, safe='')),
+                           base=client.root)
 
 
 def commands():

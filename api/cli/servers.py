@@ -8,7 +8,9 @@ from cliff import command
 from cliff import lister
 from cliff import show
 
+from api.cli import client as client_mod
 from api.cli import columns
+from api.cli import waits
 from common import states
 
 # (column title, server body key) of `server show`, in order.
@@ -70,23 +72,38 @@ def list_row(server, long=False):
 
 
 class _Waits:
-    """--wait and --wait-timeout for commands that start a task."""
+    """--wait and --wait-timeout for commands that start a task: progress
+    on stderr while it runs, exit 1 when it failed (:mod:`waits`)."""
+
+    failed = None
 
     def add_wait(self, parser):
         parser.add_argument('--wait', action='store_true',
                             help='Wait until the task has settled (no task '
-                                 'running) and show the result.')
+                                 'running), show the result, and exit 1 if '
+                                 'the task failed.')
         parser.add_argument('--wait-timeout', type=float, default=300.0,
                             metavar='SECONDS',
                             help='Give up waiting after this long (exit 1). '
                                  'Default: 300.')
 
-    def settled(self, server_id, parsed_args):
+    def settled(self, server_id, parsed_args, task_id=None, *, check=True):
         client = self.app.client
-        if parsed_args.wait:
-            return client.wait_settled(server_id,
-                                       timeout=parsed_args.wait_timeout)
-        return client.server(server_id)
+        if not parsed_args.wait:
+            return client.server(server_id)
+        server = client.wait_settled(server_id,
+                                     timeout=parsed_args.wait_timeout,
+                                     progress=waits.Progress(self.app.stderr))
+        if check:
+            self.failed = waits.failure(client, server, task_id)
+        return server
+
+    def run(self, parsed_args):
+        code = super().run(parsed_args)
+        if self.failed:
+            self.app.stderr.write('The task failed: %s\n' % self.failed)
+            return 1
+        return code
 
 
 # --- create, list, show, delete ---------------------------------------------
@@ -128,12 +145,17 @@ class CreateServer(_Waits, show.ShowOne):
         if parsed_args.reservation:
             body['os:scheduler_hints'] = {
                 'reservation_id': parsed_args.reservation}
-        created = self.app.client.post('/servers', body)
-        return show_server(self.settled(created['server']['id'], parsed_args))
+        created, task_id = self.app.client.start_task('/servers', body)
+        return show_server(self.settled(created['server']['id'], parsed_args,
+                                        task_id))
 
 
 class ListServers(lister.Lister):
-    """List servers (your project's; every project's with --all-projects)."""
+    """List servers (your project's; every project's with --all-projects).
+
+    Every page the API answers is followed (its ``servers_links``), up to
+    --limit servers.
+    """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -143,17 +165,34 @@ class ListServers(lister.Lister):
                             help='Also vm_state, EC2 state, progress, '
                                  'project.')
         parser.add_argument('--status', help='Only servers with this status.')
+        parser.add_argument('--name', metavar='REGEX',
+                            help='Only servers whose name matches this '
+                                 'regular expression (as Nova).')
+        parser.add_argument('--host', help='Only servers on this host '
+                                           '(admin).')
+        parser.add_argument('--project', metavar='PROJECT_ID',
+                            help='Only this project\'s servers (admin; '
+                                 'implies --all-projects).')
+        parser.add_argument('--limit', type=int, metavar='N',
+                            help='At most N servers (default: all).')
+        parser.add_argument('--marker', metavar='SERVER_ID',
+                            help='Start after this server (as listed).')
         return parser
 
     def take_action(self, parsed_args):
-        params = {}
-        if parsed_args.all_projects:
+        args = parsed_args
+        if args.limit is not None and args.limit < 0:
+            raise client_mod.ApiError('--limit must be >= 0, not %d'
+                                      % args.limit)
+        params = {key: value for key, value in (
+            ('status', args.status), ('name', args.name),
+            ('host', args.host), ('project_id', args.project),
+            ('marker', args.marker)) if value}
+        if args.all_projects or args.project:
             params['all_tenants'] = '1'
-        if parsed_args.status:
-            params['status'] = parsed_args.status
-        servers = self.app.client.get('/servers/detail', **params)['servers']
-        fields = LONG_FIELDS if parsed_args.long else LIST_FIELDS
-        return fields, [list_row(s, parsed_args.long) for s in servers]
+        servers = self.app.client.list_servers(params, limit=args.limit)
+        fields = LONG_FIELDS if args.long else LIST_FIELDS
+        return fields, [list_row(s, args.long) for s in servers]
 
 
 class ShowServer(show.ShowOne):
@@ -378,10 +417,14 @@ class ServerAction(_Waits, show.ShowOne):
             parsed_args.image = self.app.images.find(parsed_args.image)['id']
         elif self.spec.name == 'rebuild':
             parsed_args.image = server['image']['id']
-        answer = client.action(server['id'], self.spec.body(parsed_args))
+        answer, task_id = client.start_task(
+            '/servers/%s/action' % server['id'], self.spec.body(parsed_args))
         if self.spec.name == 'force-delete':
             return show_server(dict(server, status='DELETED'))
-        titles, values = show_server(self.settled(server['id'], parsed_args))
+        # reset-state runs no task; ERROR is what it may be asked for
+        titles, values = show_server(self.settled(
+            server['id'], parsed_args, task_id,
+            check=self.spec.name != 'reset-state'))
         # what the API answers once only: rescue's password, an image's id
         extra = {k: v for k, v in (answer or {}).items()
                  if k in ('adminPass', 'image_id')}

@@ -400,15 +400,24 @@ def update(image_id):
 
 @bp.delete('/v2/images/<image_id>')
 def delete(image_id):
-    before = images_db.delete(access.statedb(), access.user(), image_id)
-    location = images_db.stored_location(before)
-    if location is not None:
-        try:
-            access.services().store.delete(location)
-        except Exception:       # noqa: BLE001 - the record is deleted
-            LOG.exception('Image %s deleted; its data could not be removed '
-                          'from the store', image_id)
+    remove_data(access.services().store, images_db.delete(
+        access.statedb(), access.user(), image_id))
     return flask.Response(status=204)
+
+
+def remove_data(store, before):
+    """Remove from ``store`` the data of the image deleted from ``before``
+    (its row before the delete): what it holds, or what an upload that
+    never finished left. Logged, never raised: the record is deleted."""
+    location = images_db.stored_location(before)
+    try:
+        if location is not None:
+            store.delete(location)
+        elif before['status'] == images_db.SAVING:
+            store.discard_upload(before['id'])
+    except Exception:       # noqa: BLE001 - the record is deleted
+        LOG.exception('Image %s deleted; its data could not be removed '
+                      'from the store', before['id'])
 
 
 @bp.put('/v2/images/<image_id>/tags/<tag>')

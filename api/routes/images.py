@@ -16,6 +16,7 @@ from api import microversion
 from api import request
 from api import views
 from api.image import access as image_access
+from api.image import images as image_api
 from common import exception
 from common.db import images as images_db
 from common.images import store as store_mod
@@ -137,14 +138,8 @@ def show(image_id):
 @bp.delete('/images/<image_id>')
 def delete(image_id):
     statedb = _catalogue()
-    before = images_db.delete(statedb, request.context(), image_id)
-    location = images_db.stored_location(before)
-    if location is not None:
-        try:
-            _store().delete(location)
-        except Exception:       # noqa: BLE001 - the record is deleted
-            LOG.exception('Image %s deleted; its data could not be removed '
-                          'from the store', image_id)
+    image_api.remove_data(_store(), images_db.delete(
+        statedb, request.context(), image_id))
     return request.no_content()
 
 

@@ -6,12 +6,10 @@
     PUT    /v2.1/leases/{id}               {"lease": {...}}
     DELETE /v2.1/leases/{id}               204
 
-The reservable pool, admin only, with Blazar's ``os-hosts`` bodies (a
-host's id is its name): only hosts in it can be leased.
-
-    GET    /v2.1/os-hosts                  {"hosts": [...]}
-    POST   /v2.1/os-hosts {"name": HOST}   201 {"host": {...}}
-    DELETE /v2.1/os-hosts/{host}           204 (409 while a lease holds it)
+This is Tristate's own face of the leases (with ``on_end`` and
+``status_reason`` as plain keys); Blazar's v1 face of the same leases, and
+the reservable pool (``/v1/os-hosts``), are served under ``/reservation``
+(:mod:`api.reservation`).
 
 Request bodies are Blazar's (not wrapped): ``{"name", "start_date",
 "end_date", "reservations": [{"resource_type": "physical:host", "min",
@@ -36,8 +34,6 @@ from common import leases as rules
 from conductor.leases import rpcapi
 
 bp = flask.Blueprint('leases', __name__, url_prefix='/v2.1/leases')
-hosts_bp = flask.Blueprint('lease_hosts', __name__,
-                           url_prefix='/v2.1/os-hosts')
 
 RULE = 'tristate:leases:%s'
 DATE = {'type': 'string', 'minLength': 1, 'maxLength': 64,
@@ -75,13 +71,6 @@ CREATE_LEASE = {
     'required': ['name', 'start_date', 'end_date', 'reservations'],
     'additionalProperties': False,
 }
-ADD_HOST = {
-    'type': 'object',
-    'properties': {'name': {'type': 'string', 'minLength': 1,
-                            'maxLength': 255, 'format': schemas.PRINTABLE}},
-    'required': ['name'],
-    'additionalProperties': False,
-}
 UPDATE_LEASE = {
     'type': 'object',
     'properties': {
@@ -94,11 +83,11 @@ UPDATE_LEASE = {
 }
 
 
-def _api():
+def lease_api():
     return rpcapi.LeaseAPI(request.services().client)
 
 
-def _time(value):
+def blazar_time(value):
     """Blazar's '2026-01-01T13:00:00.000000' from what the bus carried."""
     if value is None:
         return None
@@ -113,38 +102,39 @@ def _reservation(res):
             'min': res['min_hosts'], 'max': res['max_hosts'],
             'hypervisor_properties': res['hypervisor_properties'],
             'resource_properties': '',
-            'created_at': _time(res['created_at']),
-            'updated_at': _time(res['updated_at']),
+            'created_at': blazar_time(res['created_at']),
+            'updated_at': blazar_time(res['updated_at']),
             'tristate:hosts': res['hosts']}
 
 
-def _event(event):
+def event_body(event):
     return {'id': event['id'], 'lease_id': event['lease_id'],
-            'event_type': event['event_type'], 'time': _time(event['time']),
+            'event_type': event['event_type'],
+            'time': blazar_time(event['time']),
             'status': event['status'],
-            'created_at': _time(event['created_at']),
-            'updated_at': _time(event['updated_at'])}
+            'created_at': blazar_time(event['created_at']),
+            'updated_at': blazar_time(event['updated_at'])}
 
 
 def lease_body(lease):
     return {
         'id': lease['id'], 'name': lease['name'],
         'project_id': lease['project_id'], 'user_id': lease['user_id'],
-        'start_date': _time(lease['start_date']),
-        'end_date': _time(lease['end_date']),
-        'before_end_date': _time(lease['before_end_date']),
+        'start_date': blazar_time(lease['start_date']),
+        'end_date': blazar_time(lease['end_date']),
+        'before_end_date': blazar_time(lease['before_end_date']),
         'status': lease['status'], 'status_reason': lease['status_reason'],
         'degraded': False, 'on_end': lease['on_end'],
-        'created_at': _time(lease['created_at']),
-        'updated_at': _time(lease['updated_at']),
+        'created_at': blazar_time(lease['created_at']),
+        'updated_at': blazar_time(lease['updated_at']),
         'reservations': [_reservation(r) for r in lease['reservations']],
-        'events': [_event(e) for e in lease['events']],
+        'events': [event_body(e) for e in lease['events']],
     }
 
 
-def _owned(lease_id, rule):
+def owned(lease_id, rule):
     """The lease, or 404 if this caller has no such lease."""
-    lease = _api().get_lease(request.context(), lease_id)
+    lease = lease_api().get_lease(request.context(), lease_id)
     request.authorize(RULE % rule, {'project_id': lease['project_id']})
     return lease
 
@@ -158,7 +148,7 @@ def index():
         value or 'true', default=True)
     if everyone:
         request.authorize(RULE % 'index:all_projects')
-    leases = _api().list_leases(request.context(), all_projects=everyone)
+    leases = lease_api().list_leases(request.context(), all_projects=everyone)
     return {'leases': [lease_body(lease) for lease in leases]}
 
 
@@ -166,7 +156,7 @@ def index():
 def create():
     body = request.json_body(CREATE_LEASE)
     request.authorize(RULE % 'create')
-    lease = _api().create_lease(request.context(), body)
+    lease = lease_api().create_lease(request.context(), body)
     resp = flask.jsonify({'lease': lease_body(lease)})
     resp.status_code = 201
     resp.headers['Location'] = request.links().href('leases', lease['id'])
@@ -175,54 +165,19 @@ def create():
 
 @bp.get('/<lease_id>')
 def show(lease_id):
-    return {'lease': lease_body(_owned(lease_id, 'show'))}
+    return {'lease': lease_body(owned(lease_id, 'show'))}
 
 
 @bp.put('/<lease_id>')
 def update(lease_id):
     body = request.json_body(UPDATE_LEASE)
-    _owned(lease_id, 'update')
-    lease = _api().update_lease(request.context(), lease_id, body)
+    owned(lease_id, 'update')
+    lease = lease_api().update_lease(request.context(), lease_id, body)
     return {'lease': lease_body(lease)}
 
 
 @bp.delete('/<lease_id>')
 def delete(lease_id):
-    _owned(lease_id, 'delete')
-    _api().delete_lease(request.context(), lease_id)
-    return request.no_content(204)
-
-
-# --- the reservable pool ------------------------------------------------------
-
-def _pool_host(host):
-    return {'id': host['name'], 'hypervisor_hostname': host['name'],
-            'vcpus': host['vcpus'], 'memory_mb': host['memory_mb'],
-            'local_gb': host['disk_gb'], 'reservable': True,
-            'tristate:enabled': host['enabled']}
-
-
-@hosts_bp.get('', strict_slashes=False)
-def list_hosts():
-    request.authorize(RULE % 'hosts:index')
-    return {'hosts': [_pool_host(h)
-                      for h in _api().list_hosts(request.context())]}
-
-
-@hosts_bp.post('', strict_slashes=False)
-def add_host():
-    body = request.json_body(ADD_HOST)
-    request.authorize(RULE % 'hosts:add')
-    ctx = request.context()
-    _api().set_host(ctx, body['name'], True)
-    host = next(h for h in _api().list_hosts(ctx) if h['name'] == body['name'])
-    resp = flask.jsonify({'host': _pool_host(host)})
-    resp.status_code = 201
-    return resp
-
-
-@hosts_bp.delete('/<host>')
-def remove_host(host):
-    request.authorize(RULE % 'hosts:remove')
-    _api().set_host(request.context(), host, False)
+    owned(lease_id, 'delete')
+    lease_api().delete_lease(request.context(), lease_id)
     return request.no_content(204)

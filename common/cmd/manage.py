@@ -7,6 +7,7 @@
     tristate-manage docs states|reconcile|leases [--output PATH]  # docs/
     tristate-manage [--config-file F] check         # the plane's invariants
     tristate-manage [--config-file F] host list|enable NAME|disable NAME
+    tristate-manage catalog --public-url URL [--register]  # Keystone catalog
 """
 
 import datetime
@@ -16,6 +17,7 @@ from oslo_config import cfg
 
 from common import conf as tconf
 from common import docs
+from common.cmd import manage_catalog
 from common.cmd import manage_hosts
 from common.db import api as db_api
 from common.db import checks
@@ -156,6 +158,7 @@ def _add_parsers(subparsers):
         'check', help='check the invariants of the plane\'s database; '
         'exit 1 naming each violation').set_defaults(func=_check)
     manage_hosts.add_parsers(subparsers)
+    manage_catalog.add_parsers(subparsers)
 
 
 def main(argv=None, conf=None):

@@ -341,9 +341,11 @@ def _unique(tags):
 
 
 def update(statedb, ctx, image_id, *, values=None, properties=None,
-           remove=(), tags=None, add_tags=(), remove_tags=(), check=None):
+           remove=(), tags=None, add_tags=(), remove_tags=(), check=None,
+           replace_properties=False):
     """Change an image ``ctx`` owns: user columns (``values``), properties
-    set (``properties``) or removed (``remove``: each must exist, else
+    set (``properties``; with ``replace_properties``, they become all the
+    image's properties) or removed (``remove``: each must exist, else
     :class:`~common.exception.Conflict` as Glance), the tag list replaced
     (``tags``) or changed (``add_tags``, ``remove_tags``: each must exist).
     ``check(image)`` runs on the locked row before anything is written."""
@@ -353,7 +355,7 @@ def update(statedb, ctx, image_id, *, values=None, properties=None,
         _check_owner(ctx, image, 'modify')
         if check is not None:
             check(image)
-        props = dict(image['properties'])
+        props = {} if replace_properties else dict(image['properties'])
         for key in remove:
             if key not in props:
                 raise exception.Conflict('Property %s does not exist.' % key)

@@ -397,5 +397,6 @@ def pool(conn):
     """The hosts of the reservable pool, by name."""
     return [dict(r._mapping) for r in conn.execute(
         sa.select(H.c.name, H.c.enabled, H.c.vcpus, H.c.memory_mb,
-                  H.c.disk_gb).where(H.c.reservable.is_(True))
+                  H.c.disk_gb, H.c.created_at)
+        .where(H.c.reservable.is_(True))
         .order_by(H.c.name))]

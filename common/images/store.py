@@ -13,7 +13,8 @@ What this module adds to the library:
 * ``[image] max_image_size`` enforced while bytes arrive, and a declared
   size checked, with nothing left stored when either fails;
 * the md5 ``checksum`` and the sha512 ``os_hash_value`` Glance v2 reports,
-  computed while writing (one pass, nothing held in memory);
+  computed while writing (one pass, nothing held in memory); for the
+  ``file`` store on two cores at once (:mod:`common.images.filewrite`);
 * downloads cut in pieces of at most ``[image] chunk_size``;
 * errors of our own hierarchy (:mod:`common.exception`), so that the API
   tier answers 4xx for the user's mistakes.
@@ -36,6 +37,7 @@ from oslo_config import cfg
 from stevedore import driver as stevedore_driver
 
 from common import exception
+from common.images import filewrite
 
 LOG = logging.getLogger(__name__)
 
@@ -216,8 +218,7 @@ class ImageStore:
         counted = _Counted(chunks, image_id, limit,
                            self._conf.image.chunk_size)
         try:
-            uri, written, md5, sha512, _meta = self._default.add(
-                image_id, counted, size or 0, HASH_ALGO)
+            uri, written, md5, sha512 = self._add(image_id, counted, size)
         except gs_exc.Duplicate:
             if not (replace and self._remove_leftover(image_id)):
                 raise ImageDataExists(image_id=image_id) from None
@@ -239,20 +240,38 @@ class ImageStore:
         LOG.debug('Stored image %s: %d bytes', image_id, written)
         return uri, written, md5, sha512
 
+    def _add(self, image_id, counted, size):
+        if self._default is self._by_scheme.get('file') and (
+                filewrite.handles(self._conf)):
+            return filewrite.write(self._conf, image_id, counted, size or 0)
+        uri, written, md5, sha512, _meta = self._default.add(
+            image_id, counted, size or 0, HASH_ALGO)
+        return uri, written, md5, sha512
+
     def _remove_leftover(self, image_id):
         """Remove the file store's data of ``image_id`` (a process that
         died mid-upload left it; glance_store refuses to write over it).
         False for other stores."""
         if self._default is not self._by_scheme.get('file'):
             return False
+        self.discard_upload(image_id)
+        return True
+
+    def discard_upload(self, image_id):
+        """Remove what an upload of ``image_id`` that never finished left
+        in the ``file`` store (its process died; the image is being
+        deleted): its data is under the image's id and no location names
+        it. An upload still running elsewhere writes on into the removed
+        file and finds its image gone. Other stores: nothing to find."""
+        if self._default is not self._by_scheme.get('file'):
+            return False
         datadir = self._conf.glance_store.filesystem_store_datadir
-        path = os.path.join(datadir, image_id)
         try:
-            os.unlink(path)
+            os.unlink(os.path.join(datadir, image_id))
         except FileNotFoundError:
-            pass
-        LOG.warning('Removed the data a dead upload of image %s left in %s',
-                    image_id, datadir)
+            return False
+        LOG.warning('Removed the data an unfinished upload of image %s left '
+                    'in %s', image_id, datadir)
         return True
 
     def get(self, location, chunk_size=None):

@@ -10,7 +10,8 @@ DIR ...`` acts on the same fake hosts from another shell. With ``--demo`` it
 uploads an image through the image API, walks a few instances built from it
 through the action table, prints what happened and exits; without, it
 serves the REST API on 127.0.0.1:PORT (default 8774; the image API under
-``/image``) and runs until Ctrl-C. Its authentication is noauth, admin by default
+``/image``, the reservation API under ``/reservation``) and runs until
+Ctrl-C. Its authentication is noauth, admin by default
 (``tristate server list`` works from another shell), unless a config file
 sets ``[api] auth_strategy`` (``keystone``: every token is checked by
 keystonemiddleware, as in ``tristate-api``).
@@ -211,8 +212,8 @@ def main(argv=None):
             conf, plane, port=0 if conf.demo else conf.cli_api_port)
         if conf.demo:
             return run_demo(plane, api_server.url)
-        print('Tristate API: %s/v2.1 (images: %s/image)' % (
-            api_server.url, api_server.url))
+        print('Tristate API: %s/v2.1 (images: %s/image, leases: '
+              '%s/reservation/v1)' % ((api_server.url,) * 3))
         print('Tristate is running: %d hosts, state in %s. Ctrl-C stops it.'
               % (conf.hosts, conf.state_dir))
         sys.stdout.flush()

@@ -113,9 +113,9 @@ def parse_reservation(index, body):
                   'It must be >= min (%d)' % low)
     if body.get('resource_properties') not in (None, '', '[]'):
         raise bad('reservations.%d.resource_properties' % index,
-                  body['resource_properties'], 'Hosts have no extra '
-                  'capabilities here; select them with '
-                  'hypervisor_properties')
+                  body['resource_properties'], 'Selecting hosts by extra '
+                  'capabilities is not supported by Tristate (use '
+                  'hypervisor_properties)')
     props = body.get('hypervisor_properties') or ''
     lease_hosts.parse_properties(
         props, 'reservations.%d.hypervisor_properties' % index)

@@ -70,8 +70,9 @@ _VERSION_HEADERS = ('openstack-api-version', 'x-openstack-nova-api-version')
 
 
 class Api:
-    """Requests to ``/v2.1`` as one user, at one microversion
-    (:data:`DEFAULT_VERSION` unless told)."""
+    """Requests to ``/v2.1`` (or to ``/reservation``, when the path says
+    so) as one user, at one microversion (:data:`DEFAULT_VERSION` unless
+    told)."""
 
     def __init__(self, app, token=None, version=None):
         self.http = app.test_client()
@@ -93,8 +94,8 @@ class Api:
         if version != NO_HEADER and not own:
             all_headers['OpenStack-API-Version'] = 'compute %s' % version
         all_headers.update(headers or {})
-        url = path if path.startswith('/v2.1') or path == '/' else (
-            '/v2.1' + path)
+        url = path if path.startswith(('/v2.1', '/reservation')) or (
+            path == '/') else '/v2.1' + path
         return self.http.open(url, method=method, json=json,
                               headers=all_headers, **kwargs)
 
@@ -175,7 +176,11 @@ def _states(server):
 
 
 def message(resp):
-    """The message of a Nova fault body."""
+    """The message of a Nova fault body (or of a Blazar error, from the
+    reservation API)."""
     body = resp.get_json()
+    if 'error_message' in body:
+        assert body['error_code'] == resp.status_code, body
+        return body['error_message']
     (fault,) = body.values()
     return fault['message']

@@ -94,10 +94,16 @@ def _refused_code(payload):
 
 
 def _fault(response):
-    """The Nova fault of a 4xx: one key, a message and the code."""
+    """The Nova fault of a 4xx: one key, a message and the code (or the
+    Blazar error of the reservation API: code, message and name)."""
     assert 400 <= response.status_code < 500, (response.status_code,
                                                response.get_data()[:500])
-    (fault,) = response.get_json().values()
+    body = response.get_json()
+    if 'error_message' in body:
+        assert set(body) == {'error_code', 'error_message', 'error_name'}
+        body = {'fault': {'code': body['error_code'],
+                          'message': body['error_message']}}
+    (fault,) = body.values()
     assert fault['code'] == response.status_code
     assert fault['message']
     return fault['message']
@@ -177,7 +183,10 @@ PATHS = ['/servers', '/servers/detail', '/servers/{id}',
          '/servers/{id}/action', '/servers/{id}/os-instance-actions',
          '/servers/{id}/metadata', '/servers/{id}/metadata/{key}',
          '/flavors', '/flavors/{id}', '/os-hypervisors/detail', '/leases',
-         '/leases/{id}', '/os-hosts', '/os-hosts/{id}']
+         '/leases/{id}', '/os-hosts', '/os-hosts/{id}',
+         '/reservation/v1/leases', '/reservation/v1/leases/{id}',
+         '/reservation/v1/os-hosts', '/reservation/v1/os-hosts/{id}',
+         '/images/{id}/metadata', '/images/{id}/metadata/{key}']
 _ID = st.one_of(st.uuids().map(str), st.text(max_size=20).filter(
     lambda s: '/' not in s and '?' not in s and '#' not in s),
     st.just('x' * 5000), st.just('..'), st.just('%00'))

@@ -32,9 +32,15 @@ import requests
 from api import actions as api_actions
 from api import jsonbody
 from api import server as server_mod
+from api.reservation import app as reservation_app
+from common import context
+from common.db import images as images_db
 from tests.functional import api_support
 from tests.functional.api_support import message
 from tests.images_support import IMAGE
+
+BLAZAR = '/reservation/v1'
+POOL = BLAZAR + '/os-hosts'
 
 FULL = os.environ.get('TRISTATE_FAULTS_FULL') == '1'
 FUZZ = settings(max_examples=250 if FULL else 25, deadline=None,
@@ -81,7 +87,19 @@ TARGETS = [
      ['name', 'prolong_for'], []),
     ('PUT', '/os-quota-sets/{project}', {'quota_set': {'instances': 5}},
      [], []),
-    ('POST', '/os-hosts', {'name': 'h'}, ['name'], []),
+    ('PUT', '/os-hosts/host1', {'status': 'enable'}, [], []),
+    ('POST', BLAZAR + '/leases', _lease(), ['name', 'start_date', 'end_date'],
+     ['reservations.0.hypervisor_properties']),
+    ('PUT', BLAZAR + '/leases/{lease}', {'name': 'n', 'prolong_for': '1h'},
+     ['name', 'prolong_for'], []),
+    ('POST', POOL, {'name': 'h'}, ['name'], []),
+    ('PUT', POOL + '/host1', {'values': {}}, [], []),
+    ('POST', '/images/{image}/metadata', {'metadata': {'color': 'red'}},
+     [], []),
+    ('PUT', '/images/{image}/metadata', {'metadata': {'color': 'red'}},
+     [], []),
+    ('PUT', '/images/{image}/metadata/tristate:crash',
+     {'meta': {'tristate:crash': 'x'}}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),
@@ -116,6 +134,7 @@ INTEGERS = [
     ('PUT', '/os-quota-sets/{project}', {'quota_set': {'ram': 5}},
      'quota_set.ram'),
     ('POST', '/leases', _lease(), 'reservations.0.min'),
+    ('POST', BLAZAR + '/leases', _lease(), 'reservations.0.min'),
     ('POST', '/servers', {'server': {'name': 'n', 'flavorRef': 'tiny',
                                      'imageRef': IMAGE, 'min_count': 1}},
      'server.min_count'),
@@ -126,12 +145,21 @@ def test_every_action_and_body_route_is_a_target(app):
     actions = {next(iter(body)) for _, path, body, _, _ in TARGETS
                if path.endswith('/action')}
     assert actions == set(api_actions.ACTIONS)
-    routes = {(method, rule.rule) for rule in app.url_map.iter_rules()
+    services = app.extensions['tristate']
+    blazar = reservation_app.create_app(services.conf, services)
+    routes = {(method, prefix + rule.rule)
+              for prefix, one in (('', app), (reservation_app.PREFIX, blazar))
+              for rule in one.url_map.iter_rules()
               for method in rule.methods & {'POST', 'PUT'}}
-    targeted = {(method, '/v2.1' + path.replace('{id}', '<server_id>')
+    targeted = {(method, ('' if path.startswith(BLAZAR) else '/v2.1')
+                 + path.replace('{id}', '<server_id>')
                  .replace('{lease}', '<lease_id>')
                  .replace('{project}', '<project_id>')
-                 .replace('tristate:crash', '<key>'))
+                 .replace('{image}', '<image_id>')
+                 .replace('tristate:crash', '<key>')
+                 .replace('os-hosts/host1', 'os-hosts/<host>'
+                          if not path.startswith(BLAZAR)
+                          else 'os-hosts/<host_id>'))
                 for method, path, _, _, _ in TARGETS}
     assert routes == targeted
 
@@ -157,13 +185,16 @@ def attacker(app):
 
 
 @pytest.fixture(scope='module')
-def aims(attacker):
+def aims(attacker, plane):
     """What the paths name: the attacker's server, lease and project."""
     server = attacker.active(name='target')
     lease = attacker.post('/leases', json=_lease(name='target'))
     assert lease.status_code == 201, lease.get_json()
+    project = attacker.token.split(':')[1]
+    image = images_db.create(plane.statedb, context.RequestContext(
+        user_id='u', project_id=project), {'name': 'target'})
     return {'id': server['id'], 'lease': lease.get_json()['lease']['id'],
-            'project': attacker.token.split(':')[1]}
+            'project': project, 'image': image['id']}
 
 
 def _url(path, aims):
@@ -174,9 +205,10 @@ def _seen(attacker, aims):
     """Everything the attacker's requests could have changed."""
     admin = attacker.as_(api_support.ADMIN_TOKEN)
     return (attacker.get('/servers/detail').get_json(),
+            attacker.get('/images/%s/metadata' % aims['image']).get_json(),
             attacker.get('/leases').get_json(),
             admin.get('/os-quota-sets/%s' % aims['project']).get_json(),
-            admin.get('/os-hosts').get_json())
+            admin.get(POOL).get_json())
 
 
 def _send(attacker, aims, method, path, text, headers=None):
@@ -311,7 +343,7 @@ def test_huge_integers_are_refused_naming_the_field(attacker, aims, data):
     before = _seen(attacker, aims)
     # The admin-only routes are aimed at with an admin's token, so that
     # the body is read instead of the policy refusing it first.
-    sender = admin if path.startswith(('/os-quota-sets', '/os-hosts')) else (
+    sender = admin if path.startswith(('/os-quota-sets', POOL)) else (
         attacker)
     response = _send(sender, aims, method, path, text)
     _refused(response, field)

@@ -338,3 +338,47 @@ def test_the_agent_runs_the_cache_pass_every_check_interval(conf):
         assert passes.acquire(timeout=10)       # and again
     finally:
         reporter.stop()
+
+
+# --- the image service down ---------------------------------------------------
+
+@pytest.mark.parametrize('how', ['stopped', 'answers 503'])
+def test_a_cached_image_builds_while_the_image_service_is_down(conf, glance,
+                                                               client, how):
+    image_id = glance.add(DATA)
+    cache = ImageCache(conf)
+    first = cache.fetch(image_id, client)
+    if how == 'stopped':
+        glance.stop()
+        client = GlanceClient(glance.url, timeout=10)   # no kept connection
+    else:
+        glance.fail[('GET', '/v2/images/' + image_id)] = 503
+    with cache.use(image_id, client) as cached:
+        assert (cached.path, cached.size, cached.disk_format) == (
+            first.path, len(DATA), 'raw')
+
+
+def test_without_the_image_service_an_uncached_or_changed_copy_fails(
+        conf, glance, client):
+    cached_id, other_id = glance.add(DATA), glance.add(DATA + b'x')
+    cache = ImageCache(conf)
+    path = cache.fetch(cached_id, client).path
+    glance.stop()
+    client = GlanceClient(glance.url, timeout=10)       # no kept connection
+    with pytest.raises(imagecache.ImageServiceUnreachable) as err:
+        cache.fetch(other_id, client)        # never fetched here
+    assert other_id in str(err.value)
+    assert not isinstance(err.value, ImageUnusable)      # not the user's
+    os.chmod(path, 0o644)                    # changed since it was verified
+    with pytest.raises(imagecache.ImageServiceUnreachable):
+        cache.fetch(cached_id, client)
+
+
+def test_a_refused_grant_is_not_taken_for_an_outage(conf, glance, client):
+    image_id = glance.add(DATA)
+    cache = ImageCache(conf)
+    cache.fetch(image_id, client)
+    glance.grant = 'another'             # 403: the cache is not used
+    with pytest.raises(virt.VirtError) as err:
+        cache.fetch(image_id, client)
+    assert not isinstance(err.value, imagecache.ImageServiceUnreachable)

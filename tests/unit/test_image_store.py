@@ -1,14 +1,17 @@
 """The image store: glance_store's ``file`` store on a conf of its own,
 sizes and hashes checked while streaming, nothing left behind on failure."""
 
+import errno
 import hashlib
 import io
 import os
+import threading
 
 from oslo_config import cfg
 import pytest
 
 from common import conf as tconf
+from common.images import filewrite
 from common.images import store as image_store
 
 
@@ -194,3 +197,73 @@ def test_add_reads_a_file_object_in_chunks(store):
     loc, size, _md5, _sha = store.add('img-1', io.BytesIO(data))
     assert size == len(data)
     assert b''.join(store.get(loc)[0]) == data
+
+
+# --- the file store's own writer (common.images.filewrite) -------------------
+
+def _glance_store_writes(conf):
+    """Make glance_store's own ``add`` write (thin provisioning is one of
+    the set-ups the two-core writer leaves to it)."""
+    conf.set_override('filesystem_thin_provisioning', True,
+                      group='glance_store')
+
+
+@pytest.mark.parametrize('writer', ['tristate', 'glance_store'])
+def test_both_writers_store_the_same_file_at_the_same_location(tmp_path,
+                                                                writer):
+    conf = _conf(tmp_path / 'state', chunk_size=4096)
+    image_store.register_opts(conf)
+    if writer == 'glance_store':
+        _glance_store_writes(conf)
+    store = image_store.ImageStore(conf)
+    assert filewrite.handles(conf) is (writer == 'tristate')
+    loc, size, md5, sha512 = store.add('img-1', _chunks(DATA), size=len(DATA))
+    assert (loc, size, md5, sha512) == (
+        'file://%s' % (_datadir(tmp_path) / 'img-1'), len(DATA),
+        hashlib.md5(DATA).hexdigest(), hashlib.sha512(DATA).hexdigest())
+    assert (_datadir(tmp_path) / 'img-1').read_bytes() == DATA
+
+
+def test_file_permission_is_honoured(tmp_path):
+    conf = _conf(tmp_path / 'state')
+    image_store.register_opts(conf)
+    conf.set_override('filesystem_store_file_perm', 640, group='glance_store')
+    store = image_store.ImageStore(conf)
+    store.add('img-1', _chunks(DATA), size=len(DATA))
+    assert (_datadir(tmp_path) / 'img-1').stat().st_mode & 0o777 == 0o640
+
+
+def test_a_failed_upload_leaves_no_hashing_thread(store, tmp_path):
+    def broken():
+        yield DATA[:1000]
+        raise OSError(errno.ECONNRESET, 'client went away')
+
+    before = {t.ident for t in threading.enumerate()}
+    for _ in range(5):
+        with pytest.raises(OSError):
+            store.add('img-1', broken(), size=len(DATA))
+        assert not (_datadir(tmp_path) / 'img-1').exists()
+    store.add('img-1', _chunks(DATA), size=len(DATA))
+    left = [t for t in threading.enumerate()
+            if t.ident not in before and t.name == 'image-md5']
+    assert left == []
+
+
+def test_a_full_disk_is_the_store_being_full(store, monkeypatch):
+    def no_space(_f, _chunk):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    real_copy = filewrite._copy
+    monkeypatch.setattr(filewrite, '_copy', lambda chunks, f, size: real_copy(
+        chunks, _Failing(f, no_space), size))
+    with pytest.raises(image_store.ImageStoreError) as err:
+        store.add('img-1', _chunks(DATA), size=len(DATA))
+    assert 'storage full' in str(err.value)
+
+
+class _Failing:
+    def __init__(self, f, write):
+        self._f, self._write = f, write
+
+    def write(self, chunk):
+        return self._write(self._f, chunk)

@@ -6,7 +6,8 @@ host ... held by active leases", and the 409 a second project got named
 every host and the other leases' end dates (host names are admin-only
 elsewhere). Found by an adversarial session on the embedded plane (issue
 19, item 5). Fixed as Blazar does it: only hosts an admin put into the
-reservable pool (``POST /os-hosts``, ``tristate lease host add``) can be
+reservable pool (``POST /os-hosts``, now Blazar's
+``/reservation/v1/os-hosts``; ``tristate lease host add``) can be
 leased; a project's leases are limited by its quota (``lease_hosts`` held
 at once, ``lease_hours`` per lease, in ``os-quota-sets``); and a refusal
 counts the hosts other leases hold without naming them or their leases.
@@ -22,6 +23,8 @@ from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import wait_idle
 from tests.images_support import IMAGE
+
+POOL = '/reservation/v1/os-hosts'
 
 HOUR = datetime.timedelta(hours=1)
 
@@ -58,10 +61,10 @@ def test_only_the_reservable_pool_can_be_leased(app, admin, plane, clock):
     assert '0 enabled host(s) of the reservable pool match' in message(
         refused)
 
-    assert greedy.post('/os-hosts', {'name': 'host1'}).status_code == 403
-    added = admin.post('/os-hosts', {'name': 'host1'})
+    assert greedy.post(POOL, {'name': 'host1'}).status_code == 403
+    added = admin.post(POOL, {'name': 'host1'})
     assert added.status_code == 201, added.get_json()
-    assert [h['id'] for h in admin.get('/os-hosts').get_json()['hosts']] == [
+    assert [h['id'] for h in admin.get(POOL).get_json()['hosts']] == [
         'host1']
 
     taken = _lease(greedy, clock, low=1, high=10000, hours=24 * 365 * 70)
@@ -83,16 +86,16 @@ def test_only_the_reservable_pool_can_be_leased(app, admin, plane, clock):
     assert (inst['vm_state'], inst['host']) == (vm.ACTIVE, 'host2')
 
     # Out of the pool only once no lease holds it.
-    assert admin.delete('/os-hosts/host1').status_code == 409
+    assert admin.delete(POOL + '/host1').status_code == 409
     assert greedy.delete('/leases/%s' % lease['id']).status_code == 204
-    assert admin.delete('/os-hosts/host1').status_code == 204
-    assert admin.get('/os-hosts').get_json()['hosts'] == []
+    assert admin.delete(POOL + '/host1').status_code == 204
+    assert admin.get(POOL).get_json()['hosts'] == []
 
 
 def test_a_full_pool_refusal_for_a_build_names_no_host(app, admin, plane,
                                                        clock):
     for name in ('host1', 'host2'):
-        assert admin.post('/os-hosts', {'name': name}).status_code == 201
+        assert admin.post(POOL, {'name': name}).status_code == 201
     greedy = Api(app, token=api_support.new_project())
     assert _lease(greedy, clock, low=2, high=2).status_code == 201
     _start_leases(plane)
@@ -111,7 +114,7 @@ def test_a_full_pool_refusal_for_a_build_names_no_host(app, admin, plane,
 def test_a_projects_leases_are_limited_by_its_quota(app, admin, plane,
                                                     clock):
     for name in ('host1', 'host2'):
-        assert admin.post('/os-hosts', {'name': name}).status_code == 201
+        assert admin.post(POOL, {'name': name}).status_code == 201
     token = api_support.new_project()
     project = token.split(':')[1]
     api = Api(app, token=token)

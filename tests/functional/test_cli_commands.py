@@ -1,0 +1,163 @@
+"""The ``tristate`` command line's list filters and its quota, usage,
+hypervisor and server event commands, against ``tristate-all`` started as a
+separate process with ``[api] max_limit = 2`` (so that every list longer
+than two servers is read page by page): two projects' servers, each
+project's user by noauth's ``USER:PROJECT`` token, the admin by
+``admin:admin``."""
+
+import pytest
+
+from tests.functional.test_cli import AllInOne
+from tests.functional.test_cli import _disk
+
+ALICE = ('--os-token', 'alice:proj-a')
+BOB = ('--os-token', 'bob:proj-b')
+ADMIN = ('--os-token', 'admin:admin')
+
+
+@pytest.fixture(scope='module')
+def tristate(tmp_path_factory):
+    plane = AllInOne(tmp_path_factory.mktemp('tristate-all-cli'))
+    (plane.state_dir / 'empty.conf').write_text('[api]\nmax_limit = 2\n')
+    try:
+        plane.start()
+        plane.json(*ADMIN, 'image', 'create', 'base', '--public', '--file',
+                   _disk(plane.state_dir / 'base.raw'))
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope='module')
+def servers(tristate):
+    """Three of alice's servers and one of bob's, all ACTIVE."""
+    made = {}
+    for who, name in ((ALICE, 'web-1'), (ALICE, 'web-2'), (ALICE, 'db-1'),
+                      (BOB, 'web-b')):
+        made[name] = tristate.json(*who, 'server', 'create', name, '--flavor',
+                                   'tiny', '--image', 'base', '--wait')
+    return made
+
+
+def _names(rows):
+    return sorted(r['Name'] for r in rows)
+
+
+def test_server_list_reads_every_page(tristate, servers):
+    # three servers, pages of two: all of them
+    assert _names(tristate.json(*ALICE, 'server', 'list')) == [
+        'db-1', 'web-1', 'web-2']
+    assert _names(tristate.json(*ADMIN, 'server', 'list',
+                                '--all-projects')) == [
+        'db-1', 'web-1', 'web-2', 'web-b']
+
+
+def test_server_list_filters(tristate, servers):
+    assert _names(tristate.json(*ALICE, 'server', 'list', '--name',
+                                '^web')) == ['web-1', 'web-2']
+    assert _names(tristate.json(*ALICE, 'server', 'list', '--status',
+                                'ACTIVE')) == ['db-1', 'web-1', 'web-2']
+    assert tristate.json(*ALICE, 'server', 'list', '--status',
+                         'SHUTOFF') == []
+    # --project: the admin sees that project's only
+    assert _names(tristate.json(*ADMIN, 'server', 'list', '--project',
+                                'proj-b')) == ['web-b']
+    # --host: the admin, by where each server runs
+    hosts = {s['Name']: s['Host'] for s in tristate.json(
+        *ADMIN, 'server', 'list', '--all-projects')}
+    for host in set(hosts.values()):
+        on_host = tristate.json(*ADMIN, 'server', 'list', '--all-projects',
+                                '--host', host)
+        assert _names(on_host) == sorted(n for n, h in hosts.items()
+                                         if h == host)
+
+
+def test_server_list_limit_and_marker(tristate, servers):
+    listed = tristate.json(*ALICE, 'server', 'list')
+    assert len(tristate.json(*ALICE, 'server', 'list', '--limit', '1')) == 1
+    assert tristate.json(*ALICE, 'server', 'list', '--limit', '3') == listed
+    assert tristate.json(*ALICE, 'server', 'list', '--limit', '0') == []
+    after = tristate.json(*ALICE, 'server', 'list', '--marker',
+                          listed[0]['ID'])
+    assert after == listed[1:]
+    refused = tristate.run(*ALICE, 'server', 'list', '--limit', '-1',
+                           ok=False)
+    assert refused.returncode == 1 and '--limit must be >= 0' in (
+        refused.stderr)
+
+
+def test_quota_show_and_set(tristate, servers):
+    # the project of the token, by default; -1 is unlimited
+    mine = tristate.json(*ALICE, 'quota', 'show')
+    assert mine['project'] == 'proj-a' and mine['instances'] == -1
+    used = tristate.json(*ALICE, 'quota', 'show', '--usage')
+    assert used['instances'] == '3/-1'
+    assert tristate.json(*ALICE, 'quota', 'show', '--default')[
+        'cores'] == -1
+    # only the admin sets; the member then sees the new limits
+    denied = tristate.run(*ALICE, 'quota', 'set', '--project', 'proj-a',
+                          '--instances', '3', ok=False)
+    assert denied.returncode == 1 and 'HTTP 403' in denied.stderr
+    changed = tristate.json(*ADMIN, 'quota', 'set', '--project', 'proj-a',
+                            '--instances', '3', '--cores', '10')
+    assert (changed['instances'], changed['cores']) == (3, 10)
+    assert tristate.json(*ALICE, 'quota', 'show')['instances'] == 3
+    full = tristate.run(*ALICE, 'server', 'create', 'one-too-many',
+                        '--flavor', 'tiny', '--image', 'base', ok=False)
+    assert full.returncode == 1 and 'Quota exceeded for instances' in (
+        full.stderr)
+    tristate.json(*ADMIN, 'quota', 'set', '--project', 'proj-a',
+                  '--instances', '-1', '--cores', '-1')
+    nothing = tristate.run(*ADMIN, 'quota', 'set', '--project', 'proj-a',
+                           ok=False)
+    assert nothing.returncode == 1 and 'Nothing to set' in nothing.stderr
+
+
+def test_quota_without_a_project_says_what_to_set(tristate):
+    # no token: the API's default user, whose project the CLI cannot know
+    done = tristate.run('quota', 'show', ok=False)
+    assert done.returncode == 1 and 'Give --project' in done.stderr
+
+
+def test_usage_show_and_list(tristate, servers):
+    period = ('--start', '2020-01-01T00:00:00')
+    mine = tristate.json(*ALICE, 'usage', 'show', *period)
+    assert (mine['Project'], mine['Servers']) == ('proj-a', 3)
+    every = {u['Project']: u for u in tristate.json(*ADMIN, 'usage', 'list',
+                                                    *period)}
+    assert every['proj-a']['Servers'] == 3 and every['proj-b'][
+        'Servers'] == 1
+    denied = tristate.run(*ALICE, 'usage', 'list', ok=False)
+    assert denied.returncode == 1 and 'HTTP 403' in denied.stderr
+
+
+def test_hypervisor_list_and_show(tristate, servers):
+    listed = tristate.json(*ADMIN, 'hypervisor', 'list', '--long')
+    assert sorted(h['Hypervisor Hostname'] for h in listed) == [
+        'host1', 'host2']
+    assert sum(h['Instances'] for h in listed) == 4
+    one = listed[0]
+    by_name = tristate.json(*ADMIN, 'hypervisor', 'show',
+                            one['Hypervisor Hostname'])
+    assert tristate.json(*ADMIN, 'hypervisor', 'show', str(one['ID'])) == (
+        by_name)
+    assert by_name['hypervisor_hostname'] == one['Hypervisor Hostname']
+    missing = tristate.run(*ADMIN, 'hypervisor', 'show', 'nowhere', ok=False)
+    assert missing.returncode == 1 and "'nowhere'" in missing.stderr
+    assert 'HTTP 403' in tristate.run(*ALICE, 'hypervisor', 'list',
+                                      ok=False).stderr
+
+
+def test_server_event_list_and_show(tristate, servers):
+    tristate.json(*ALICE, 'server', 'stop', 'db-1', '--wait')
+    events = tristate.json(*ALICE, 'server', 'event', 'list', 'db-1')
+    assert [e['Action'] for e in events] == ['stop', 'build']   # newest 1st
+    assert {e['Result'] for e in events} == {'success'}
+    shown = tristate.json(*ALICE, 'server', 'event', 'show', 'db-1',
+                          events[0]['Request ID'])
+    assert (shown['action'], shown['instance_uuid']) == (
+        'stop', servers['db-1']['id'])
+    assert 'tristate_stop' in shown['events']
+    missing = tristate.run(*ALICE, 'server', 'event', 'show', 'db-1',
+                           'no-such-request', ok=False)
+    assert missing.returncode == 1 and 'HTTP 404' in missing.stderr
