@@ -181,7 +181,10 @@ def app(plane):
 
 @pytest.fixture(scope='module')
 def attacker(app):
-    return api_support.Api(app, token=api_support.new_project())
+    # requests without a version header (2.1), where every route attacked
+    # exists (the image metadata API is gone from 2.39)
+    return api_support.Api(app, token=api_support.new_project(),
+                           version=api_support.NO_HEADER)
 
 
 @pytest.fixture(scope='module')
