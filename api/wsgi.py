@@ -36,6 +36,7 @@ from api.routes import catalog
 from api.routes import images
 from api.routes import leases
 from api.routes import server_actions
+from api.routes import server_attrs
 from api.routes import servers
 from api.routes import versions
 
@@ -52,7 +53,8 @@ def create_app(conf, client, *, policy=None):
     app.url_map.strict_slashes = False
     app.extensions[request.EXTENSION] = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
-    for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
+    for blueprint in (versions.bp, servers.bp, server_actions.bp,
+                      server_attrs.bp, catalog.bp,
                       leases.bp, leases.hosts_bp, accounting.bp, images.bp):
         app.register_blueprint(blueprint)
     app.before_request(_read_version)

@@ -70,10 +70,22 @@ class AccountingMixin:
 
     def tenant_usage(self, *, start, end, project_id=None):
         """{project_id: Nova's tenant usage} between ``start`` and ``end``."""
+        return self.tenant_usage_page(start=start, end=end,
+                                      project_id=project_id)['usage']
+
+    def tenant_usage_page(self, *, start, end, project_id=None, marker=None,
+                          limit=None):
+        """``{'usage', 'more', 'last'}``: :meth:`tenant_usage` of one
+        page of instances (:func:`common.db.usage.page`, Nova's paging
+        from 2.40); ``more``: instances are left after it, ``last``: its
+        last instance."""
         def txn(conn):
             rows = usage.intervals(conn, start=start, end=end,
                                    project_id=project_id)
-            return usage.report(rows, start=start, end=end, now=self.clock())
+            rows, more, last = usage.page(rows, marker=marker, limit=limit)
+            return {'usage': usage.report(rows, start=start, end=end,
+                                          now=self.clock()),
+                    'more': more, 'last': last}
         return self.db.transaction(txn, readonly=True)
 
     # --- services -------------------------------------------------------------------
