@@ -166,7 +166,8 @@ def tag(server_id, tag):
 @bp.put('/tags/<tag>')
 def add_tag(server_id, tag):
     _tags_version()
-    schemas.validate(schemas.TAG, tag)
+    schemas.validate({'type': 'object', 'properties': {'tag': schemas.TAG}},
+                     {'tag': tag})
     before = request.get_server(server_id,
                                 rule='tristate:servers:tags:update')
     if tag in (before.get('tags') or []):

@@ -83,8 +83,14 @@ class AccountingMixin:
             rows = usage.intervals(conn, start=start, end=end,
                                    project_id=project_id)
             rows, more, last = usage.page(rows, marker=marker, limit=limit)
-            return {'usage': usage.report(rows, start=start, end=end,
-                                          now=self.clock()),
+            found = usage.report(rows, start=start, end=end,
+                                 now=self.clock())
+            # Projects in the order of their last instance: the page's
+            # last instance is the last project's last server, the marker
+            # novaclient takes for the next page.
+            ends = usage.last_positions(rows)
+            return {'usage': {p: found[p] for p in sorted(found,
+                                                          key=ends.get)},
                     'more': more, 'last': last}
         return self.db.transaction(txn, readonly=True)
 

@@ -94,6 +94,17 @@ def page(rows, *, marker=None, limit=None):
             order[-1] if order else None)
 
 
+def last_positions(rows):
+    """{project_id: position of its last instance in the page's order}."""
+    order = {u: i for i, u in enumerate(
+        dict.fromkeys(r['instance_uuid'] for r in rows))}
+    ends = {}
+    for row in rows:
+        ends[row['project_id']] = max(ends.get(row['project_id'], -1),
+                                      order[row['instance_uuid']])
+    return ends
+
+
 # --- the report ---------------------------------------------------------------
 
 def hours(interval, start, end, now):
