@@ -17,6 +17,7 @@ import pytest
 
 from tests.functional import api_support
 from tests.functional import client_support
+from tests.functional import test_openstackclient as osc_support
 from tests.functional.conftest import wait_for
 from tests.images_support import IMAGE
 from tests.images_support import IMAGES
@@ -262,3 +263,60 @@ def test_deleted_and_changes_since_through_openstacksdk(url):
     assert {s.id for s in mine.compute.servers(changes_since=since)} == {
         kept.id, gone.id}
     assert {s.id for s in mine.compute.servers()} == {kept.id}
+
+
+# --- openstackclient (a subprocess per command: a few, the filters' flags) --
+
+@pytest.fixture(scope='module')
+def osc_home(tmp_path_factory, url):
+    home = tmp_path_factory.mktemp('osc-servers')
+    token = api_support.new_project()
+    (home / 'clouds.yaml').write_text('clouds:\n' + ''.join(
+        osc_support.CLOUD.format(name=name, url=url, token=tok)
+        + '    identity_api_version: 3\n'
+        '    identity_endpoint_override: %s/v2.1\n' % url
+        for name, tok in (('tristate', token),
+                          ('tristate-admin', api_support.ADMIN_TOKEN))))
+    return home, token
+
+
+def test_openstackclient_list_filters_lock_and_properties(url, osc_home):
+    home, token = osc_home
+    nova = client_support.nova(url, token, '2.1')
+    tiny, small = _boot(nova, 'o-tiny'), _boot(nova, 'o-small', 'small')
+    nova.servers.stop(tiny)
+    wait_for(lambda: nova.servers.get(tiny.id).status == 'SHUTOFF',
+             what='o-tiny stopped')
+
+    def ids(*flags):
+        return {s['ID'] for s in osc_support.osc(home, 'server', 'list',
+                                                 *flags)}
+    assert ids('--flavor', 'small') == {small.id}
+    assert ids('--image', IMAGE) == {tiny.id, small.id}
+    assert ids('--os-compute-api-version', '2.83', '--vm-state',
+               'stopped') == {tiny.id}
+    assert ids('--changes-since', '2999-01-01T00:00:00Z') == set()
+    nova.servers.delete(small)
+    # (--project needs Keystone to find the project: the cli helper's)
+    deleted = {s['ID'] for s in osc_support.osc(
+        home, 'server', 'list', '--deleted', '--all-projects',
+        cloud='tristate-admin')}
+    assert small.id in deleted and tiny.id not in deleted
+
+    osc_support.osc(home, '--os-compute-api-version', '2.73', 'server',
+                    'lock', '--reason', 'maintenance', tiny.id, parse=False)
+    shown = osc_support.osc(home, '--os-compute-api-version', '2.73',
+                            'server', 'show', tiny.id)
+    assert shown['locked'] is True
+    assert shown['locked_reason'] == 'maintenance'
+    err = osc_support.osc_fails(home, 'server', 'start', tiny.id)
+    assert 'is locked' in err
+    osc_support.osc(home, 'server', 'unlock', tiny.id, parse=False)
+    osc_support.osc(home, 'server', 'set', '--property', 'color=red',
+                    tiny.id, parse=False)
+    osc_support.osc(home, '--os-compute-api-version', '2.26', 'server',
+                    'set', '--tag', 'blue', tiny.id, parse=False)
+    server = nova.servers.get(tiny.id)
+    assert server.metadata == {'color': 'red'}
+    assert client_support.nova(url, token, '2.26').servers.tag_list(
+        server) == ['blue']
