@@ -70,8 +70,9 @@ def _locking_name(changes):
     """The name the lock check knows a change by (common/actions.py)."""
     if 'lock' in changes:
         return 'lock' if changes['lock']['locked'] else 'unlock'
-    if set(changes) <= {'name', 'tags'}:
-        return 'rename' if 'name' in changes else 'tags'
+    if set(changes) <= {'name', 'description', 'tags'}:
+        # Nova locks neither PUT /servers/{id} nor the tags
+        return 'tags' if set(changes) == {'tags'} else 'rename'
     return 'update'
 
 

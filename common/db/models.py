@@ -19,6 +19,7 @@ from sqlalchemy import MetaData
 from sqlalchemy import String
 from sqlalchemy import Text
 from sqlalchemy import UniqueConstraint
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm import Mapped
 from sqlalchemy.orm import mapped_column
@@ -38,6 +39,9 @@ class Base(DeclarativeBase):
 _uuid = String(36)
 _name = String(255)
 _state = String(32)
+# JSON; on PostgreSQL jsonb (json has no equality, which Alembic's
+# comparison of server defaults needs).
+JSON = sa.JSON().with_variant(postgresql.JSONB(), 'postgresql')
 
 
 class Instance(Base):
@@ -90,8 +94,8 @@ class Instance(Base):
     # reservation id (``r-...``) shared by the servers one request made.
     description: Mapped[str | None] = mapped_column(Text)
     user_metadata: Mapped[dict] = mapped_column(
-        'metadata', sa.JSON, default=dict, server_default='{}')
-    tags: Mapped[list] = mapped_column(sa.JSON, default=list,
+        'metadata', JSON, default=dict, server_default='{}')
+    tags: Mapped[list] = mapped_column(JSON, default=list,
                                        server_default='[]')
     locked: Mapped[bool] = mapped_column(Boolean, default=False,
                                          server_default=sa.false())

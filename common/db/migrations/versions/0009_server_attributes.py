@@ -12,12 +12,14 @@ Create Date: 2026-11-26
 
 from alembic import op
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 revision = '0009'
 down_revision = '0008'
 branch_labels = None
 depends_on = None
 
+JSON = sa.JSON().with_variant(postgresql.JSONB(), 'postgresql')
 _COLUMNS = ('description', 'metadata', 'tags', 'locked', 'locked_by',
             'locked_reason', 'boot_reservation_id', 'launch_index')
 
@@ -27,9 +29,9 @@ def upgrade():
     # foreign keys (allocations, quota charges) refuse while rows exist.
     for column in (
             sa.Column('description', sa.Text(), nullable=True),
-            sa.Column('metadata', sa.JSON(), nullable=False,
+            sa.Column('metadata', JSON, nullable=False,
                       server_default='{}'),
-            sa.Column('tags', sa.JSON(), nullable=False, server_default='[]'),
+            sa.Column('tags', JSON, nullable=False, server_default='[]'),
             sa.Column('locked', sa.Boolean(), nullable=False,
                       server_default=sa.false()),
             sa.Column('locked_by', sa.String(16), nullable=True),
