@@ -111,8 +111,14 @@ class ConductorAPI:
         if reservation_id is not None:      # 1.1; a 1.0 call has no such key
             self._need('1.1', 'scheduling on a reservation')
             kwargs = {'version': '1.1', 'reservation_id': reservation_id}
+        if attributes and not self.client.can_send_version('1.8') and (
+                set(attributes) <= {'boot_reservation_id', 'launch_index'}
+                and not attributes.get('launch_index')):
+            attributes = None   # one server: a conductor before 1.8 keeps
+            #                     no reservation id, and nothing else is lost
         if attributes:                      # 1.8
-            self._need('1.8', 'a server\'s description, metadata or tags')
+            self._need('1.8', 'a server\'s description, metadata, tags or '
+                       'min_count/max_count')
             kwargs.update(version='1.8', attributes=attributes)
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},

@@ -121,6 +121,14 @@ def _rebuild_changes(body):
             "Invalid input for field/attribute rebuild.description. "
             "Additional properties are not allowed ('description' was "
             "unexpected: it needs microversion 2.19 or later)")
+    limit = request.services().conf.quota.metadata_items
+    user = [k for k in body.get('metadata', {})
+            if k not in views.POLICY_KEYS.values()]
+    if 0 <= limit < len(user):
+        raise exception.QuotaExceeded(
+            'Quota exceeded for metadata_items: Requested %d, but the limit '
+            'is %d. Maximum number of metadata items exceeds %d'
+            % (len(user), limit, limit))
     return {k: body[k] for k in ('name', 'description', 'metadata')
             if k in body}
 

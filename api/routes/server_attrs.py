@@ -139,8 +139,8 @@ def tags(server_id):
 
 @bp.put('/tags')
 def replace_tags(server_id):
-    _tags_version()
     body = request.json_body(schemas.REPLACE_TAGS)
+    _tags_version()
     after = change(server_id, {'tags': {'replace': True, 'add': body['tags']}},
                    'tristate:servers:tags:update')
     return {'tags': list(after.get('tags') or [])}
@@ -165,6 +165,7 @@ def tag(server_id, tag):
 
 @bp.put('/tags/<tag>')
 def add_tag(server_id, tag):
+    request.json_body(schemas.NO_BODY)      # none, as Nova's
     _tags_version()
     schemas.validate({'type': 'object', 'properties': {'tag': schemas.TAG}},
                      {'tag': tag})

@@ -75,6 +75,8 @@ TARGETS = [
      {'metadata': {'tristate:crash': 'stop'}}, [], []),
     ('PUT', '/servers/{id}/metadata/tristate:crash',
      {'meta': {'tristate:crash': 'stop'}}, [], []),
+    ('PUT', '/servers/{id}/tags', {'tags': ['a']}, ['tags.0'], []),
+    ('PUT', '/servers/{id}/tags/{tag}', None, [], []),
     ('POST', '/leases', _lease(), ['name', 'start_date', 'end_date'],
      ['reservations.0.hypervisor_properties']),
     ('PUT', '/leases/{lease}', {'name': 'n', 'prolong_for': '1h'},
@@ -103,6 +105,9 @@ TARGETS = [
           ['os-migrateLive.host'], []),
          ('tristate:softDelete', None, [], []), ('restore', None, [], []),
          ('os-resetState', {'state': 'error'}, [], []),
+         ('lock', {'locked_reason': 'r'}, ['lock.locked_reason'], []),
+         ('unlock', None, [], []),
+         ('os-getConsoleOutput', {'length': 5}, [], []),
          # Only ever sent refused here: it would delete the target.
          ('forceDelete', None, [], []),
      ]]
@@ -119,6 +124,8 @@ INTEGERS = [
     ('POST', '/servers', {'server': {'name': 'n', 'flavorRef': 'tiny',
                                      'imageRef': IMAGE, 'min_count': 1}},
      'server.min_count'),
+    ('POST', '/servers/{id}/action', {'os-getConsoleOutput': {'length': 5}},
+     'os-getConsoleOutput.length'),
 ]
 
 
@@ -131,7 +138,8 @@ def test_every_action_and_body_route_is_a_target(app):
     targeted = {(method, '/v2.1' + path.replace('{id}', '<server_id>')
                  .replace('{lease}', '<lease_id>')
                  .replace('{project}', '<project_id>')
-                 .replace('tristate:crash', '<key>'))
+                 .replace('tristate:crash', '<key>')
+                 .replace('{tag}', '<tag>'))
                 for method, path, _, _, _ in TARGETS}
     assert routes == targeted
 
@@ -163,7 +171,7 @@ def aims(attacker):
     lease = attacker.post('/leases', json=_lease(name='target'))
     assert lease.status_code == 201, lease.get_json()
     return {'id': server['id'], 'lease': lease.get_json()['lease']['id'],
-            'project': attacker.token.split(':')[1]}
+            'project': attacker.token.split(':')[1], 'tag': 't'}
 
 
 def _url(path, aims):
