@@ -85,12 +85,16 @@ def list_rules():
               ('DELETE', '/servers/{server_id}'),
               ('POST', '/servers/{server_id}/action (forceDelete)')),
         _rule(SERVERS % 'metadata:show', OWNER,
-              'Show a server\'s metadata (its reconcile policies).',
-              ('GET', '/servers/{server_id}/metadata')),
+              'Show a server\'s metadata (and its reconcile policies).',
+              ('GET', '/servers/{server_id}/metadata'),
+              ('GET', '/servers/{server_id}/metadata/{key}')),
         _rule(SERVERS % 'metadata:update', OWNER,
-              'Change a server\'s reconcile policies.',
+              'Change a server\'s metadata (and reconcile policies).',
+              ('PUT', '/servers/{server_id}/metadata'),
+              ('POST', '/servers/{server_id}/metadata'),
               ('PUT', '/servers/{server_id}/metadata/{key}'),
-              ('POST', '/servers/{server_id}/metadata')),
+              ('DELETE', '/servers/{server_id}/metadata/{key}')),
+    ] + _attribute_rules() + [
         _rule(SERVERS % 'instance_actions:list', OWNER,
               'List a server\'s action log.',
               ('GET', '/servers/{server_id}/os-instance-actions')),
@@ -105,6 +109,34 @@ def list_rules():
               'List hosts with capacity, usage and up/down.',
               ('GET', '/os-hypervisors/detail')),
     ] + _action_rules() + _lease_rules() + _accounting_rules()
+
+
+def _attribute_rules():
+    """Tags, lock, password and console output (issue 22)."""
+    return [
+        _rule(SERVERS % 'tags:show', OWNER, 'Show a server\'s tags.',
+              ('GET', '/servers/{server_id}/tags'),
+              ('GET', '/servers/{server_id}/tags/{tag}')),
+        _rule(SERVERS % 'tags:update', OWNER, 'Change a server\'s tags.',
+              ('PUT', '/servers/{server_id}/tags'),
+              ('DELETE', '/servers/{server_id}/tags'),
+              ('PUT', '/servers/{server_id}/tags/{tag}'),
+              ('DELETE', '/servers/{server_id}/tags/{tag}')),
+        _rule(SERVERS % 'action:lock', OWNER, 'Lock a server.',
+              ('POST', '/servers/{server_id}/action (lock)')),
+        _rule(SERVERS % 'action:unlock', OWNER, 'Unlock a server (one an '
+              'admin locked: admins only).',
+              ('POST', '/servers/{server_id}/action (unlock)')),
+        _rule(SERVERS % 'action:get_console_output', OWNER,
+              'Read a server\'s console output.',
+              ('POST', '/servers/{server_id}/action (os-getConsoleOutput)')),
+        _rule(SERVERS % 'password:show', OWNER,
+              'Show a server\'s encrypted password.',
+              ('GET', '/servers/{server_id}/os-server-password')),
+        _rule(SERVERS % 'password:clear', OWNER,
+              'Clear a server\'s encrypted password.',
+              ('DELETE', '/servers/{server_id}/os-server-password')),
+    ]
 
 
 def _accounting_rules():

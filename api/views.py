@@ -21,6 +21,7 @@ POLICY_COLUMNS = {'user_shutdown': 'user_shutdown_policy',
 POLICY_CHOICES = {'user_shutdown': states.USER_SHUTDOWN_POLICIES,
                   'crash': states.CRASH_POLICIES}
 AVAILABILITY_ZONE = 'nova'
+LOCKED_REASON = microversion.APIVersion(2, 73)
 
 
 def isotime(value):
@@ -70,8 +71,18 @@ def version_doc(links):
 # --- servers -------------------------------------------------------------------
 
 def metadata(inst):
+    """The reconcile policies, as their ``tristate:`` metadata keys."""
     return {key: inst[POLICY_COLUMNS[name]]
             for name, key in POLICY_KEYS.items()}
+
+
+def all_metadata(inst, version):
+    """User metadata (``inst['metadata']``), and from 2.101 the policy
+    keys (Tristate's, shown only from its own microversion)."""
+    meta = dict(inst.get('metadata') or {})
+    if version >= microversion.PENDING:
+        meta.update(metadata(inst))
+    return meta
 
 
 def _flavor(inst, version, links):
@@ -138,12 +149,12 @@ def server(inst, *, version, links, host_up=True, fault=None,
         'accessIPv4': '',
         'accessIPv6': '',
         'key_name': None,
-        'metadata': metadata(inst),
+        'metadata': all_metadata(inst, version),
         'progress': inst.get('progress_percent') or 0,
         'config_drive': '',
-        'locked': False,
-        'description': None,
-        'tags': [],
+        'locked': bool(inst.get('locked')),
+        'description': inst.get('description'),
+        'tags': list(inst.get('tags') or []),
         'OS-DCF:diskConfig': 'MANUAL',
         'OS-EXT-AZ:availability_zone': AVAILABILITY_ZONE,
         'OS-EXT-STS:vm_state': status.shown_vm_state(vm_state, version),
@@ -163,6 +174,8 @@ def server(inst, *, version, links, host_up=True, fault=None,
         'tristate:oper_state': reconcile.oper_state(inst, host_up=host_up),
         'tristate:ec2_state': status.ec2_state(vm_state, task_state),
     })
+    if version >= LOCKED_REASON:
+        body['locked_reason'] = inst.get('locked_reason')
     if not extended:
         for key in EXTENDED_ATTRIBUTES:
             del body[key]

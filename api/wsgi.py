@@ -42,6 +42,7 @@ from api.routes import leases
 from api.routes import noauth_identity
 from api.routes import os_hosts
 from api.routes import server_actions
+from api.routes import server_attrs
 from api.routes import servers
 from api.routes import versions
 
@@ -59,9 +60,9 @@ def create_app(conf, client, *, policy=None):
     services = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
     app.extensions[request.EXTENSION] = services
-    for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
-                      leases.bp, os_hosts.bp, accounting.bp, images.bp,
-                      image_metadata.bp):
+    for blueprint in (versions.bp, servers.bp, server_actions.bp,
+                      server_attrs.bp, catalog.bp, leases.bp, os_hosts.bp,
+                      accounting.bp, images.bp, image_metadata.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)

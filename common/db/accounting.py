@@ -70,10 +70,28 @@ class AccountingMixin:
 
     def tenant_usage(self, *, start, end, project_id=None):
         """{project_id: Nova's tenant usage} between ``start`` and ``end``."""
+        return self.tenant_usage_page(start=start, end=end,
+                                      project_id=project_id)['usage']
+
+    def tenant_usage_page(self, *, start, end, project_id=None, marker=None,
+                          limit=None):
+        """``{'usage', 'more', 'last'}``: :meth:`tenant_usage` of one
+        page of instances (:func:`common.db.usage.page`, Nova's paging
+        from 2.40); ``more``: instances are left after it, ``last``: its
+        last instance."""
         def txn(conn):
             rows = usage.intervals(conn, start=start, end=end,
                                    project_id=project_id)
-            return usage.report(rows, start=start, end=end, now=self.clock())
+            rows, more, last = usage.page(rows, marker=marker, limit=limit)
+            found = usage.report(rows, start=start, end=end,
+                                 now=self.clock())
+            # Projects in the order of their last instance: the page's
+            # last instance is the last project's last server, the marker
+            # novaclient takes for the next page.
+            ends = usage.last_positions(rows)
+            return {'usage': {p: found[p] for p in sorted(found,
+                                                          key=ends.get)},
+                    'more': more, 'last': last}
         return self.db.transaction(txn, readonly=True)
 
     # --- services -------------------------------------------------------------------

@@ -19,6 +19,7 @@ from sqlalchemy import MetaData
 from sqlalchemy import String
 from sqlalchemy import Text
 from sqlalchemy import UniqueConstraint
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm import Mapped
 from sqlalchemy.orm import mapped_column
@@ -38,6 +39,9 @@ class Base(DeclarativeBase):
 _uuid = String(36)
 _name = String(255)
 _state = String(32)
+# JSON; on PostgreSQL jsonb (json has no equality, which Alembic's
+# comparison of server defaults needs).
+JSON = sa.JSON().with_variant(postgresql.JSONB(), 'postgresql')
 
 
 class Instance(Base):
@@ -82,6 +86,25 @@ class Instance(Base):
     launched_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     soft_deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     hard_deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+    # What the user says of the server (issue 22), none of it a state:
+    # Nova's description (2.19), user metadata (key -> value, the
+    # ``metadata`` column), tags (2.26), the lock (2.9; who locked it,
+    # ``owner`` or ``admin``, and why, 2.73) and the boot request's
+    # reservation id (``r-...``) shared by the servers one request made.
+    description: Mapped[str | None] = mapped_column(Text)
+    user_metadata: Mapped[dict] = mapped_column(
+        'metadata', JSON, default=dict, server_default='{}')
+    tags: Mapped[list] = mapped_column(JSON, default=list,
+                                       server_default='[]')
+    locked: Mapped[bool] = mapped_column(Boolean, default=False,
+                                         server_default=sa.false())
+    locked_by: Mapped[str | None] = mapped_column(String(16))
+    locked_reason: Mapped[str | None] = mapped_column(_name)
+    boot_reservation_id: Mapped[str | None] = mapped_column(String(36),
+                                                            index=True)
+    launch_index: Mapped[int] = mapped_column(Integer, default=0,
+                                              server_default='0')
 
 
 class Host(Base):

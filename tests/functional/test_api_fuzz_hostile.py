@@ -81,6 +81,8 @@ TARGETS = [
      {'metadata': {'tristate:crash': 'stop'}}, [], []),
     ('PUT', '/servers/{id}/metadata/tristate:crash',
      {'meta': {'tristate:crash': 'stop'}}, [], []),
+    ('PUT', '/servers/{id}/tags', {'tags': ['a']}, ['tags.0'], []),
+    ('PUT', '/servers/{id}/tags/{tag}', None, [], []),
     ('POST', '/leases', _lease(), ['name', 'start_date', 'end_date'],
      ['reservations.0.hypervisor_properties']),
     ('PUT', '/leases/{lease}', {'name': 'n', 'prolong_for': '1h'},
@@ -121,6 +123,9 @@ TARGETS = [
           ['os-migrateLive.host'], []),
          ('tristate:softDelete', None, [], []), ('restore', None, [], []),
          ('os-resetState', {'state': 'error'}, [], []),
+         ('lock', {'locked_reason': 'r'}, ['lock.locked_reason'], []),
+         ('unlock', None, [], []),
+         ('os-getConsoleOutput', {'length': 5}, [], []),
          # Only ever sent refused here: it would delete the target.
          ('forceDelete', None, [], []),
      ]]
@@ -138,6 +143,8 @@ INTEGERS = [
     ('POST', '/servers', {'server': {'name': 'n', 'flavorRef': 'tiny',
                                      'imageRef': IMAGE, 'min_count': 1}},
      'server.min_count'),
+    ('POST', '/servers/{id}/action', {'os-getConsoleOutput': {'length': 5}},
+     'os-getConsoleOutput.length'),
 ]
 
 
@@ -157,6 +164,7 @@ def test_every_action_and_body_route_is_a_target(app):
                  .replace('{project}', '<project_id>')
                  .replace('{image}', '<image_id>')
                  .replace('tristate:crash', '<key>')
+                 .replace('{tag}', '<tag>')
                  .replace('os-hosts/host1', 'os-hosts/<host>'
                           if not path.startswith(BLAZAR)
                           else 'os-hosts/<host_id>'))
@@ -194,7 +202,7 @@ def aims(attacker, plane):
     image = images_db.create(plane.statedb, context.RequestContext(
         user_id='u', project_id=project), {'name': 'target'})
     return {'id': server['id'], 'lease': lease.get_json()['lease']['id'],
-            'project': project, 'image': image['id']}
+            'project': project, 'image': image['id'], 'tag': 't'}
 
 
 def _url(path, aims):

@@ -77,8 +77,10 @@ def test_create_show_list_delete(api):
     assert server['tristate:ec2_state'] == 'running'
     assert server['flavor']['id'] == 'small'
     assert server['image']['id'] == IMAGE
-    assert server['metadata'] == {'tristate:user_shutdown': 'stop',
-                                  'tristate:crash': 'restart'}
+    # the policy keys are Tristate's own: shown from 2.101 only
+    assert server['metadata'] == {}
+    assert api.server(server['id'], version='2.101')['metadata'] == {
+        'tristate:user_shutdown': 'stop', 'tristate:crash': 'restart'}
     listed = api.get('/servers').get_json()['servers']
     assert [(s['id'], s['name']) for s in listed] == [(server['id'], 'web1')]
     assert set(listed[0]) == {'id', 'name', 'links'}
@@ -129,8 +131,8 @@ def test_the_next_link_is_under_the_link_prefix(shared_plane):
 
 
 def test_create_sets_the_policies_from_metadata(api):
-    server = api.active(metadata={'tristate:user_shutdown': 'restart',
-                                  'tristate:crash': 'error'})
+    server = api.as_(api.token, '2.101').active(metadata={
+        'tristate:user_shutdown': 'restart', 'tristate:crash': 'error'})
     assert server['metadata'] == {'tristate:user_shutdown': 'restart',
                                   'tristate:crash': 'error'}
 
@@ -141,11 +143,16 @@ def test_create_sets_the_policies_from_metadata(api):
     ({'flavorRef': 'tiny', 'imageRef': IMAGE}, 'server.name'),
     ({'name': '', 'flavorRef': 'tiny', 'imageRef': IMAGE}, 'server.name'),
     ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
-      'block_device_mapping_v2': []}, 'server.block_device_mapping_v2'),
+      'block_device_mapping_v2': [{'uuid': IMAGE, 'source_type': 'volume',
+                                   'destination_type': 'volume',
+                                   'boot_index': 0}]},
+     'server.block_device_mapping_v2.0.destination_type'),
     ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
       'metadata': {'tristate:crash': 'explode'}}, 'server.metadata.tristate:crash'),
     ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
-      'metadata': {'owner': 'me'}}, 'server.metadata.owner'),
+      'metadata': {'owner': 'v' * 256}}, 'server.metadata.owner'),
+    ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
+      'min_count': 3, 'max_count': 2}, 'server.min_count'),
 ])
 def test_malformed_create_names_the_field_and_creates_nothing(api, server,
                                                                field):
@@ -220,6 +227,7 @@ def test_request_ids_are_returned(api):
 # --- metadata: the reconcile policies ----------------------------------------
 
 def test_metadata_show_and_change(api, shared_plane):
+    api = api.as_(api.token, '2.101')     # the policy keys: Tristate's own
     server = api.active()
     path = '/servers/%s/metadata' % server['id']
     assert api.get(path).get_json()['metadata'] == server['metadata']
@@ -245,10 +253,11 @@ def test_metadata_show_and_change(api, shared_plane):
      "['restart', 'stop', 'error']"),
     ('tristate:user_shutdown', {'meta': {'tristate:user_shutdown': 'x'}},
      "['stop', 'restart', 'delete']"),
-    ('owner', {'meta': {'owner': 'me'}}, 'tristate:crash, '
-     'tristate:user_shutdown'),
+    ('owner', {'meta': {'owner': 'v' * 256}}, 'field/attribute meta.owner.'),
+    ('owner', {'meta': {'owner': 'a', 'other': 'b'}},
+     'field/attribute meta.'),
     ('tristate:crash', {'meta': {'tristate:user_shutdown': 'stop'}},
-     "meta.tristate:crash. Value: {'tristate:user_shutdown': 'stop'}"),
+     'Request body and URI mismatch'),
 ])
 def test_bad_metadata_is_400_and_changes_nothing(api, key, body, expected):
     server = api.active()

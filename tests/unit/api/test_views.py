@@ -28,7 +28,8 @@ def _inst(**values):
 
 
 def test_server_body():
-    body = views.server(_inst(), version=OLD, links=LINKS)
+    body = views.server(_inst(metadata={'color': 'red'}), version=OLD,
+                        links=LINKS)
     assert body['links'][0]['href'] == 'http://api:8774/v2.1/servers/u1'
     assert body['links'][1]['href'] == 'http://api:8774/servers/u1'
     assert body['status'] == 'ACTIVE'
@@ -44,8 +45,12 @@ def test_server_body():
         {'rel': 'bookmark', 'href': 'http://api:8774/flavors/small'}]}
     assert views.server(_inst(), version=NEW,
                         links=LINKS)['flavor']['original_name'] == 'small'
-    assert body['metadata'] == {'tristate:user_shutdown': 'stop',
-                                'tristate:crash': 'restart'}
+    # user metadata; the policy keys are Tristate's own, from 2.101
+    assert body['metadata'] == {'color': 'red'}
+    assert views.server(_inst(metadata={'color': 'red'}), version=NEW,
+                        links=LINKS)['metadata'] == {
+        'color': 'red', 'tristate:user_shutdown': 'stop',
+        'tristate:crash': 'restart'}
 
 
 def test_a_running_task_shows_its_id_and_progress():
