@@ -33,10 +33,13 @@ from api import request
 from api.image import app as image_app
 from api.routes import accounting
 from api.routes import catalog
+from api.routes import flavors
 from api.routes import images
 from api.routes import leases
+from api.routes import limits
 from api.routes import server_actions
 from api.routes import servers
+from api.routes import services
 from api.routes import versions
 
 LOG = logging.getLogger(__name__)
@@ -53,7 +56,8 @@ def create_app(conf, client, *, policy=None):
     app.extensions[request.EXTENSION] = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
     for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
-                      leases.bp, leases.hosts_bp, accounting.bp, images.bp):
+                      leases.bp, leases.hosts_bp, accounting.bp, images.bp,
+                      flavors.bp, limits.bp, services.bp):
         app.register_blueprint(blueprint)
     app.before_request(_read_version)
     app.before_request(lambda: jsonbody.check_path(flask.request.view_args))

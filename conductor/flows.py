@@ -102,7 +102,7 @@ class Flows:
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
-        chosen = flavors.get(self.conf, flavor)
+        chosen = flavors.get(self.conf, self.db, flavor, ctx)
         validate_policies(policies)
         values = {
             'name': name, 'project_id': ctx.project_id or '',
@@ -207,7 +207,7 @@ class Flows:
         """Turn request parameters into what the agent needs."""
         prepared = dict(params)
         if action == 'resize':
-            new = flavors.get(self.conf, params['flavor'])
+            new = flavors.get(self.conf, self.db, params['flavor'])
             if new.name == inst['flavor_name']:
                 raise exception.Invalid(reason='instance %s already has '
                                         'flavor %s' % (inst['uuid'], new.name))
@@ -227,11 +227,15 @@ class Flows:
         except exception.HostNotFound:
             host = {'last_heartbeat': None}
         beat = host['last_heartbeat']
-        if beat is None or beat < self.scheduler.alive_since():
+        if (beat is None or beat < self.scheduler.alive_since()
+                or host.get('forced_down')):
             raise exception.ServiceUnavailable(
-                reason='the agent of host %s, where instance %s runs, missed '
-                       'its heartbeats; %s cannot run now (delete still can)'
-                       % (inst['host'], inst['uuid'], action))
+                reason='the agent of host %s, where instance %s runs, %s; '
+                       '%s cannot run now (delete still can)'
+                       % (inst['host'], inst['uuid'],
+                          'was forced down by an admin'
+                          if host.get('forced_down') else
+                          'missed its heartbeats', action))
 
     def _allocate(self, task_ctx, inst, action, params):
         """Resources a resize or migration needs before the agent starts."""

@@ -26,7 +26,7 @@ class ListFlavors(lister.Lister):
     """Flavors servers can be created with (from the controller's config)."""
 
     def take_action(self, parsed_args):
-        flavors = self.app.client.get('/flavors/detail')['flavors']
+        flavors = self.app.client.get('/flavors/detail?sort_key=memory_mb')['flavors']
         fields = ('Name', 'vCPUs', 'RAM MiB', 'Disk GiB')
         return fields, [(f['name'], f['vcpus'], f['ram'], f['disk'])
                         for f in flavors]
