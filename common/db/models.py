@@ -431,9 +431,10 @@ class ServiceKey(Base):
 
 class Flavor(Base):
     """A flavor of the catalogue (Nova's): ``flavorid`` is the id users
-    see, ``name`` unique as well among the flavors not deleted. The configured ``[conductor] flavors``
-    are inserted once (:class:`FlavorSeed`); instances keep their sizes in
-    their own row, so deleting a flavor changes no server."""
+    see, ``name`` unique as well among the flavors not deleted. The
+    configured ``[conductor] flavors`` are inserted once
+    (:class:`FlavorSeed`); instances keep their sizes in their own row, so
+    deleting a flavor changes no server."""
     __tablename__ = 'flavors'
     # unique among the flavors not deleted (a deleted one has deleted = id)
     __table_args__ = (UniqueConstraint('flavorid', 'deleted'),
