@@ -177,7 +177,7 @@ class Flows:
             raise exception.Forbidden(action='%s (admin only)' % action)
         validate_params(action, params)
         inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
-        prepared = self._prepare(inst, action, params)
+        prepared = self._prepare(ctx, inst, action, params)
         self._check_host_up(inst, action)
         TABLE.refuse_if_denied(inst, action)
         if action in images.WRITES:
@@ -203,11 +203,12 @@ class Flows:
             after['image_id'] = prepared['image_id']
         return after
 
-    def _prepare(self, inst, action, params):
-        """Turn request parameters into what the agent needs."""
+    def _prepare(self, ctx, inst, action, params):
+        """Turn request parameters into what the agent needs (a resize's
+        flavor: one ``ctx`` may use, as for a build)."""
         prepared = dict(params)
         if action == 'resize':
-            new = flavors.get(self.conf, self.db, params['flavor'])
+            new = flavors.get(self.conf, self.db, params['flavor'], ctx)
             if new.name == inst['flavor_name']:
                 raise exception.Invalid(reason='instance %s already has '
                                         'flavor %s' % (inst['uuid'], new.name))

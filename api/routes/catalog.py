@@ -15,6 +15,7 @@ pattern matches every host whose name contains it. The bodies are
 host's agent has been running: Tristate does not read the host's own.
 """
 
+import json
 import uuid as uuidlib
 
 import flask
@@ -30,6 +31,7 @@ from common import exception
 bp = flask.Blueprint('catalog', __name__, url_prefix='/v2.1')
 
 V = microversion.APIVersion
+CPU_INFO_OBJECT = V(2, 28)
 PAGING = V(2, 33)
 UUIDS = V(2, 53)
 SERVERS_ALWAYS = V(2, 75)
@@ -63,10 +65,41 @@ def _body(host, instances, *, detail, servers=None):
             body['service'],
             id=services.service_uuid(services.COMPUTE, host['name'])
             if new_ids else host['number'])
+    if detail:
+        _detail_keys(body, host, version)
     if servers is not None and (servers or version >= SERVERS_ALWAYS):
         body['servers'] = [{'name': i['name'], 'uuid': i['uuid']}
                            for i in servers]
     return body
+
+
+# Gone from the detailed body at 2.88 (Nova's placement has them).
+_BEFORE_2_88 = ('vcpus', 'memory_mb', 'local_gb', 'vcpus_used',
+                'memory_mb_used', 'local_gb_used', 'free_ram_mb',
+                'free_disk_gb', 'current_workload', 'running_vms',
+                'disk_available_least', 'cpu_info')
+
+
+def _detail_keys(body, host, version):
+    """Nova's changes of the detailed body: ``cpu_info`` an object from
+    2.28, the capacity keys replaced by ``uptime`` at 2.88 (whatever
+    api.views gave, these hold)."""
+    if version >= NO_STATISTICS:
+        for key in _BEFORE_2_88:
+            body.pop(key, None)
+        body['uptime'] = _uptime(host) if host['up'] else None
+        return
+    if version >= CPU_INFO_OBJECT and isinstance(body.get('cpu_info'), str):
+        body['cpu_info'] = json.loads(body['cpu_info'] or '{}')
+    if 'free_disk_gb' in body:
+        body.setdefault('disk_available_least', body['free_disk_gb'])
+
+
+def _uptime(host):
+    started = host.get('agent_started_at')
+    if not started:
+        return 'tristate-compute-agent up'
+    return 'tristate-compute-agent up since %s' % views.isotime(started)
 
 
 def _matching(hosts, pattern):
@@ -203,11 +236,8 @@ def uptime(hypervisor_id):
     if not host['up']:
         raise exception.Invalid('Compute service of %s is unavailable at '
                                 'this time.' % host['name'])
-    started = host.get('agent_started_at')
     body = _body(host, [], detail=False)
-    body['uptime'] = ('tristate-compute-agent up since %s'
-                      % views.isotime(started) if started else
-                      'tristate-compute-agent up')
+    body['uptime'] = _uptime(host)
     return {'hypervisor': body}
 
 
@@ -232,3 +262,12 @@ def servers(pattern):
         _body(h, [], detail=False,
               servers=[i for i in insts if i['host'] == h['name']])
         for h in hosts]}
+
+
+@bp.get('/os-aggregates')
+def aggregates():
+    """Tristate makes no host aggregates: there are none (openstackclient's
+    ``hypervisor show`` lists them). Creating one is not supported: the
+    POST route does not exist."""
+    request.authorize('tristate:hypervisors:index')
+    return {'aggregates': []}

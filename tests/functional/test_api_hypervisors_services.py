@@ -297,3 +297,16 @@ def test_audit_log_extensions_and_versions(admin_api, api, app):
     assert shown['name'] == 'Services'
     assert api.get('/extensions/os-cells').status_code == 404
     support.check(versions.list_versions, Api(app).get('/'))
+
+
+def test_hypervisor_detail_keys_per_microversion(admin_api):
+    def shown(version):
+        listed = admin_api.get('/os-hypervisors/detail',
+                               version=version).get_json()['hypervisors']
+        return {h['hypervisor_hostname']: h for h in listed}['host1']
+    assert isinstance(shown('2.1')['cpu_info'], str)
+    assert isinstance(shown('2.28')['cpu_info'], dict)
+    assert shown('2.87')['vcpus'] > 0
+    latest = shown('2.88')
+    assert 'vcpus' not in latest and 'cpu_info' not in latest
+    assert 'up' in latest['uptime']
