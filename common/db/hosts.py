@@ -105,11 +105,11 @@ def after_beat(conn, values, *, hosts_beaten, services_beaten):
         services.insert_beat(conn, **values)
 
 
-# A new host's hypervisor number: the largest so far plus one (two hosts
-# registering at once on PostgreSQL: one INSERT fails on the unique number,
-# and its heartbeat registers it next time).
-_NEXT_NUMBER = sa.select(sa.func.coalesce(sa.func.max(H.c.number), 0)
-                         + 1).scalar_subquery()
+# A new host's hypervisor number: the largest so far plus one, read in the
+# inserting transaction (two hosts registering at once on PostgreSQL: one
+# INSERT fails on the unique number, and its next heartbeat registers it).
+_LAST_NUMBER = prepared.Prepared(sa.select(
+    sa.func.coalesce(sa.func.max(H.c.number), 0).label('last')))
 
 
 def _new_host(conn, values):
@@ -120,7 +120,8 @@ def _new_host(conn, values):
                     'it before it takes builds ([scheduler] '
                     'enable_new_hosts = false)', values['host'])
     conn.execute(sa.insert(H).values(
-        name=values['host'], number=_NEXT_NUMBER,
+        name=values['host'],
+        number=_LAST_NUMBER.one(conn)['last'] + 1,
         used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
         free_memory_mb=0, enabled=enabled,
         disabled_reason=None if enabled else NEW_HOST_DISABLED,
