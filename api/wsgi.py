@@ -46,7 +46,7 @@ LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADERS = ('X-OpenStack-Request-ID', 'X-Compute-Request-ID')
 # Seconds a client is asked to wait before trying a 503 again.
 RETRY_AFTER = 5
-_UNVERSIONED = frozenset({'/', '/v2.1', '/v2.1/'})
+_UNVERSIONED = frozenset({'/', '/v2', '/v2/', '/v2.1', '/v2.1/'})
 
 
 def create_app(conf, client, *, policy=None):

@@ -2,7 +2,8 @@
 and ``GET /v2.1/extensions``.
 
 ``GET /`` lists ``v2.0`` and ``v2.1`` as Nova does (v2.0 deprecated);
-Tristate serves only v2.1. ``/extensions`` names, with Nova's aliases and
+``GET /v2`` answers v2.0's document, and Tristate serves nothing else of
+v2.0. ``/extensions`` names, with Nova's aliases and
 names, the legacy extensions whose features Tristate serves (Nova lists all
 of its own; a client that looks for one Tristate lacks finds it missing).
 """
@@ -70,6 +71,21 @@ def versions():
         body['links'] = [{'rel': 'self', 'href': links.bookmark(path)}]
         listed.append(body)
     return {'versions': listed}
+
+
+@bp.get('/v2', strict_slashes=False)
+def legacy_version():
+    """The v2.0 document (its self link is GET /'s): clients that follow
+    every listed version find it; Tristate serves no v2.0 resource."""
+    links = request.links()
+    doc = dict(V2_0)
+    doc['links'] = [{'rel': 'self', 'href': links.bookmark('v2/')},
+                    {'rel': 'describedby', 'type': 'text/html',
+                     'href': 'https://docs.openstack.org/'}]
+    doc['media-types'] = [{
+        'base': 'application/json',
+        'type': 'application/vnd.openstack.compute+json;version=2'}]
+    return {'version': doc}
 
 
 @bp.get('/v2.1', strict_slashes=False)

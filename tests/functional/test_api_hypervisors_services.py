@@ -296,7 +296,16 @@ def test_audit_log_extensions_and_versions(admin_api, api, app):
     shown = api.get('/extensions/os-services').get_json()['extension']
     assert shown['name'] == 'Services'
     assert api.get('/extensions/os-cells').status_code == 404
-    support.check(versions.list_versions, Api(app).get('/'))
+    anonymous = Api(app)
+    listed = anonymous.get('/')
+    support.check(versions.list_versions, listed)
+    # every listed version's document is where its self link says, and
+    # links back to itself (Tempest's test_get_version_details)
+    for version in listed.get_json()['versions']:
+        (link,) = [x for x in version['links'] if x['rel'] == 'self']
+        doc = anonymous.http.get(link['href'])
+        support.check(versions.get_one_version, doc)
+        assert link in doc.get_json()['version']['links']
 
 
 def test_hypervisor_detail_keys_per_microversion(admin_api):
