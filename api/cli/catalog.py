@@ -23,7 +23,7 @@ class ListHosts(lister.Lister):
 
 
 class ListFlavors(lister.Lister):
-    """Flavors servers can be created with (from the controller's config)."""
+    """Flavors servers can be created with (the flavors API's)."""
 
     def take_action(self, parsed_args):
         flavors = self.app.client.get('/flavors/detail?sort_key=memory_mb')['flavors']

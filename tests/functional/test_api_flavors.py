@@ -138,6 +138,11 @@ def test_private_flavors_and_their_access_lists(url, app, member_token):
     assert private.id in listed
     with pytest.raises(nova_exc.Conflict):
         admin.flavor_access.add_tenant_access(private, project)
+    # members may neither read nor change access lists
+    path = '/flavors/%s' % private.id
+    assert member.get(path + '/os-flavor-access').status_code == 403
+    assert member.post(path + '/action', {'addTenantAccess': {
+        'tenant': 'x'}}).status_code == 403
     admin.flavor_access.remove_tenant_access(private, project)
     with pytest.raises(nova_exc.NotFound):
         admin.flavor_access.remove_tenant_access(private, project)
