@@ -167,11 +167,11 @@ _LEGACY_ACTIONS = ('enable', 'disable', 'disable-log-reason', 'force-down')
 
 
 def _legacy_update(action, version):
+    body = request.json_body(_legacy_schema(version))     # first, as Nova
     actions = _LEGACY_ACTIONS if version >= FORCED_DOWN else (
         _LEGACY_ACTIONS[:3])
     if action not in actions:
         raise exception.NotFound('Unknown action')
-    body = request.json_body(_legacy_schema(version))
     host, binary = body['host'], body['binary']
     answer = {'host': host, 'binary': binary}
     if action == 'force-down':
