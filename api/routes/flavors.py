@@ -22,6 +22,7 @@ namespaces (2.86) is not made: every key of Nova's pattern is accepted.
 """
 
 import copy
+import urllib.parse
 import uuid as uuidlib
 
 import flask
@@ -184,7 +185,7 @@ def _flavors(detail):
         href = links.href('flavors/detail' if detail else 'flavors')
         args = dict(flask.request.args, marker=rows[-1]['flavorid'])
         out['flavors_links'] = [{'rel': 'next', 'href': '%s?%s' % (
-            href, '&'.join('%s=%s' % kv for kv in sorted(args.items())))}]
+            href, urllib.parse.urlencode(sorted(args.items())))}]
     return out
 
 
