@@ -12,13 +12,15 @@ class ListHosts(lister.Lister):
         hosts = self.app.client.get('/os-hypervisors/detail')['hypervisors']
         fields = ('Host', 'State', 'Status', 'vCPUs', 'RAM MiB', 'Disk GiB',
                   'Instances', 'Oper States', 'Last Heartbeat')
+        # from 2.88 (Nova) the capacity is in tristate:capacity (2.101)
+        caps = [h.get('tristate:capacity', h) for h in hosts]
         rows = [(h['hypervisor_hostname'], h['state'], h['status'],
-                 columns.Usage((h['vcpus_used'], h['vcpus'])),
-                 columns.Usage((h['memory_mb_used'], h['memory_mb'])),
-                 columns.Usage((h['local_gb_used'], h['local_gb'])),
-                 h['running_vms'], columns.Counts(h['tristate:oper_states']),
+                 columns.Usage((c['vcpus_used'], c['vcpus'])),
+                 columns.Usage((c['memory_mb_used'], c['memory_mb'])),
+                 columns.Usage((c['local_gb_used'], c['local_gb'])),
+                 c['running_vms'], columns.Counts(h['tristate:oper_states']),
                  h['tristate:last_heartbeat'])
-                for h in hosts]
+                for h, c in zip(hosts, caps, strict=True)]
         return fields, rows
 
 

@@ -11,7 +11,9 @@
 Ids are Nova's: the host's number before 2.53, a uuid derived from its
 name from 2.53 (the service's likewise, :mod:`api.routes.services`). A
 pattern matches every host whose name contains it. The bodies are
-:func:`api.views.hypervisor`'s, with these ids. ``uptime`` is how long the
+:func:`api.views.hypervisor`'s, with these ids and Nova's changes of the
+detailed body (2.28, 2.88); from 2.101 the capacity keys Nova dropped at
+2.88 are in ``tristate:capacity``. ``uptime`` is how long the
 host's agent has been running: Tristate does not read the host's own.
 """
 
@@ -83,11 +85,15 @@ _BEFORE_2_88 = ('vcpus', 'memory_mb', 'local_gb', 'vcpus_used',
 def _detail_keys(body, host, version):
     """Nova's changes of the detailed body: ``cpu_info`` an object from
     2.28, the capacity keys replaced by ``uptime`` at 2.88 (whatever
-    api.views gave, these hold)."""
+    api.views gave, these hold); from 2.101 the capacity is back as
+    ``tristate:capacity``."""
     if version >= NO_STATISTICS:
-        for key in _BEFORE_2_88:
-            body.pop(key, None)
+        removed = {key: body.pop(key) for key in _BEFORE_2_88 if key in body}
         body['uptime'] = _uptime(host) if host['up'] else None
+        if version >= microversion.PENDING:
+            # Tristate's own version keeps the capacity, in its namespace
+            removed.pop('cpu_info', None)
+            body['tristate:capacity'] = removed
         return
     if version >= CPU_INFO_OBJECT and isinstance(body.get('cpu_info'), str):
         body['cpu_info'] = json.loads(body['cpu_info'] or '{}')

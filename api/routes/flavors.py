@@ -216,10 +216,10 @@ def _bool(value):
 
 @bp.post('/flavors')
 def create():
-    request.authorize('tristate:flavors:manage')
     version = request.version()
     body = request.json_body(CREATE_V255 if version >= DESCRIPTION
-                             else CREATE)['flavor']
+                             else CREATE)['flavor']     # first, as Nova
+    request.authorize('tristate:flavors:manage')
     flavorid = body.get('id')
     flavorid = str(uuidlib.uuid4()) if flavorid is None else str(flavorid)
     swap = body.get('swap') or 0
@@ -238,8 +238,8 @@ def create():
 def update(flavor_id):
     if request.version() < DESCRIPTION:
         raise exception.NotFound('The resource could not be found.')
-    request.authorize('tristate:flavors:manage')
     body = request.json_body(UPDATE)['flavor']
+    request.authorize('tristate:flavors:manage')
     found = _db().update_flavor_description(flavor_id, body['description'])
     return {'flavor': views.flavor(found, request.links())}
 
@@ -275,16 +275,16 @@ def extra_spec(flavor_id, key):
 
 @bp.post('/flavors/<flavor_id>/os-extra_specs')
 def create_extra_specs(flavor_id):
-    request.authorize('tristate:flavors:extra_specs:manage')
     body = request.json_body(CREATE_SPECS)
+    request.authorize('tristate:flavors:extra_specs:manage')
     _db().set_extra_specs(flavor_id, _spec_values(body['extra_specs']))
     return body
 
 
 @bp.put('/flavors/<flavor_id>/os-extra_specs/<key>')
 def update_extra_spec(flavor_id, key):
-    request.authorize('tristate:flavors:extra_specs:manage')
     body = request.json_body(UPDATE_SPEC)
+    request.authorize('tristate:flavors:extra_specs:manage')
     if key not in body:
         raise exception.Invalid('Request body and URI mismatch')
     _db().set_extra_specs(flavor_id, _spec_values(body))

@@ -161,9 +161,9 @@ def quota_class(class_name):
 
 @bp.put('/os-quota-class-sets/<class_name>')
 def update_quota_class(class_name):
-    request.authorize('tristate:quota_classes')
     version = request.version()
     body = request.json_body(_update_schema(version))['quota_class_set']
+    request.authorize('tristate:quota_classes')
     if len(class_name) > 255:
         raise exception.Invalid('quota_class_name has a maximum length of 255')
     values = _statedb().set_quota_class(

@@ -166,8 +166,7 @@ def _set(host, *, enabled=None, reason=None, forced_down=None):
 _LEGACY_ACTIONS = ('enable', 'disable', 'disable-log-reason', 'force-down')
 
 
-def _legacy_update(action, version):
-    body = request.json_body(_legacy_schema(version))     # first, as Nova
+def _legacy_update(action, version, body):
     actions = _LEGACY_ACTIONS if version >= FORCED_DOWN else (
         _LEGACY_ACTIONS[:3])
     if action not in actions:
@@ -213,8 +212,7 @@ def _find(service_id, version):
     raise exception.NotFound('Service %s could not be found.' % service_id)
 
 
-def _update_v253(service_id, version):
-    body = request.json_body(UPDATE_V253)
+def _update_v253(service_id, version, body):
     record = _find(service_id, version)
     _only_computes(record['binary'])
     change = {}
@@ -236,11 +234,14 @@ def _update_v253(service_id, version):
 
 @bp.put('/os-services/<service_id>')
 def update(service_id):
-    request.authorize('tristate:services')
     version = request.version()
-    if version >= SERVICE_UUIDS:
-        return _update_v253(service_id, version)
-    return _legacy_update(service_id, version)
+    new = version >= SERVICE_UUIDS
+    # the body is checked first, as Nova does
+    body = request.json_body(UPDATE_V253 if new else _legacy_schema(version))
+    request.authorize('tristate:services')
+    if new:
+        return _update_v253(service_id, version, body)
+    return _legacy_update(service_id, version, body)
 
 
 @bp.delete('/os-services/<service_id>')

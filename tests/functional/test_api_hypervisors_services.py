@@ -323,3 +323,6 @@ def test_hypervisor_detail_keys_per_microversion(admin_api):
     latest = shown('2.88')
     assert 'vcpus' not in latest and 'cpu_info' not in latest
     assert 'up' in latest['uptime']
+    assert 'tristate:capacity' not in latest
+    own = shown('2.101')
+    assert 'vcpus' not in own and own['tristate:capacity']['vcpus'] > 0
