@@ -103,12 +103,53 @@ def list_rules():
               'host); below microversion 2.51, see events at all.',
               ('GET', '/servers/{server_id}/os-instance-actions/'
                       '{request_id}')),
-        _rule('tristate:flavors:index', ANYONE, 'List flavors.',
-              ('GET', '/flavors')),
         _rule('tristate:hypervisors:index', ADMIN,
-              'List hosts with capacity, usage and up/down.',
-              ('GET', '/os-hypervisors/detail')),
-    ] + _action_rules() + _lease_rules() + _accounting_rules()
+              'List hosts with capacity, usage and up/down; show one, its '
+              'servers, uptime and the statistics.',
+              ('GET', '/os-hypervisors/detail'),
+              ('GET', '/os-hypervisors/{hypervisor_id}')),
+    ] + (_action_rules() + _lease_rules() + _accounting_rules()
+         + _catalogue_rules())
+
+
+def _catalogue_rules():
+    """Flavors, limits, quota classes and services (Nova's defaults)."""
+    return [
+        _rule('tristate:flavors:index', ANYONE, 'List and show flavors.',
+              ('GET', '/flavors'), ('GET', '/flavors/{flavor_id}')),
+        _rule('tristate:flavors:manage', ADMIN, 'Create and delete flavors, '
+              'change their description.', ('POST', '/flavors'),
+              ('PUT', '/flavors/{flavor_id}'),
+              ('DELETE', '/flavors/{flavor_id}')),
+        _rule('tristate:flavors:extra_specs:index', ANYONE,
+              'Show a flavor\'s extra specs.',
+              ('GET', '/flavors/{flavor_id}/os-extra_specs')),
+        _rule('tristate:flavors:extra_specs:manage', ADMIN,
+              'Set and delete a flavor\'s extra specs.',
+              ('POST', '/flavors/{flavor_id}/os-extra_specs'),
+              ('PUT', '/flavors/{flavor_id}/os-extra_specs/{key}'),
+              ('DELETE', '/flavors/{flavor_id}/os-extra_specs/{key}')),
+        _rule('tristate:flavors:access', ADMIN,
+              'List and change the projects that may use a private flavor.',
+              ('GET', '/flavors/{flavor_id}/os-flavor-access'),
+              ('POST', '/flavors/{flavor_id}/action')),
+        _rule('tristate:limits', ANYONE, 'Show the project\'s limits.',
+              ('GET', '/limits')),
+        _rule('tristate:limits:other_project', ADMIN,
+              'Show another project\'s limits (tenant_id).',
+              ('GET', '/limits?tenant_id={project_id}')),
+        _rule('tristate:quota_classes', ADMIN,
+              'Show and set the default quota class.',
+              ('GET', '/os-quota-class-sets/{class}'),
+              ('PUT', '/os-quota-class-sets/{class}')),
+        _rule('tristate:services', ADMIN, 'List, disable, enable, force '
+              'down and delete services; read the usage audit log.',
+              ('GET', '/os-services'), ('PUT', '/os-services/{service_id}'),
+              ('DELETE', '/os-services/{service_id}'),
+              ('GET', '/os-instance_usage_audit_log')),
+        _rule('tristate:extensions', ANYONE, 'List the API extensions.',
+              ('GET', '/extensions')),
+    ]
 
 
 def _attribute_rules():

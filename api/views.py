@@ -10,7 +10,6 @@ import hashlib
 
 from api import microversion
 from api import status
-from common import flavors as flavors_mod
 from common import reconcile
 from common import states
 
@@ -90,9 +89,11 @@ def _flavor(inst, version, links):
         return {'vcpus': inst['vcpus'], 'ram': inst['memory_mb'],
                 'disk': inst['disk_gb'], 'ephemeral': 0, 'swap': 0,
                 'original_name': inst['flavor_name'], 'extra_specs': {}}
-    return {'id': inst['flavor_name'],
+    # the flavor's id, when the API found it (request.server_body)
+    flavor_id = inst.get('flavor_id') or inst['flavor_name']
+    return {'id': flavor_id,
             'links': [{'rel': 'bookmark',
-                       'href': links.bookmark('flavors', inst['flavor_name'])}]}
+                       'href': links.bookmark('flavors', flavor_id)}]}
 
 
 def _host_id(inst):
@@ -203,21 +204,20 @@ def fault(entry):
 # --- flavors ---------------------------------------------------------------------
 
 def flavor(flv, links, *, detail=True):
-    body = {'id': flv.name, 'name': flv.name,
-            'links': links.links('flavors', flv.name)}
+    """One flavor, from its row (:mod:`common.db.flavors`)."""
+    body = {'id': flv['flavorid'], 'name': flv['name'],
+            'links': links.links('flavors', flv['flavorid'])}
     if detail:
         body.update({
-            'vcpus': flv.vcpus, 'ram': flv.memory_mb, 'disk': flv.disk_gb,
-            'swap': 0, 'OS-FLV-EXT-DATA:ephemeral': 0, 'rxtx_factor': 1.0,
-            'OS-FLV-DISABLED:disabled': False,
-            'os-flavor-access:is_public': True, 'description': None,
-            'extra_specs': {}})
+            'vcpus': flv['vcpus'], 'ram': flv['memory_mb'],
+            'disk': flv['disk_gb'], 'swap': flv.get('swap', 0),
+            'OS-FLV-EXT-DATA:ephemeral': flv.get('ephemeral_gb', 0),
+            'rxtx_factor': flv.get('rxtx_factor', 1.0),
+            'OS-FLV-DISABLED:disabled': flv.get('disabled', False),
+            'os-flavor-access:is_public': flv.get('is_public', True),
+            'description': flv.get('description'),
+            'extra_specs': flv.get('extra_specs') or {}})
     return body
-
-
-def flavor_list(conf):
-    return sorted(flavors_mod.parse(conf.conductor.flavors).values(),
-                  key=lambda f: (f.memory_mb, f.vcpus, f.name))
 
 
 # --- hosts (os-hypervisors) -------------------------------------------------------

@@ -143,7 +143,7 @@ class Flows:
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
-        chosen = flavors.get(self.conf, flavor)
+        chosen = flavors.get(self.conf, self.db, flavor, ctx)
         validate_policies(policies)
         values = {
             'name': name, 'project_id': ctx.project_id or '',
@@ -219,7 +219,7 @@ class Flows:
             raise exception.Forbidden(action='%s (admin only)' % action)
         validate_params(action, params)
         inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
-        prepared = self._prepare(inst, action, params)
+        prepared = self._prepare(ctx, inst, action, params)
         self._check_host_up(inst, action)
         TABLE.refuse_if_denied(inst, action)
         if action in images.WRITES:
@@ -245,11 +245,12 @@ class Flows:
             after['image_id'] = prepared['image_id']
         return after
 
-    def _prepare(self, inst, action, params):
-        """Turn request parameters into what the agent needs."""
+    def _prepare(self, ctx, inst, action, params):
+        """Turn request parameters into what the agent needs (a resize's
+        flavor: one ``ctx`` may use, as for a build)."""
         prepared = dict(params)
         if action == 'resize':
-            new = flavors.get(self.conf, params['flavor'])
+            new = flavors.get(self.conf, self.db, params['flavor'], ctx)
             if new.name == inst['flavor_name']:
                 raise exception.Invalid(reason='instance %s already has '
                                         'flavor %s' % (inst['uuid'], new.name))
@@ -269,11 +270,15 @@ class Flows:
         except exception.HostNotFound:
             host = {'last_heartbeat': None}
         beat = host['last_heartbeat']
-        if beat is None or beat < self.scheduler.alive_since():
+        if (beat is None or beat < self.scheduler.alive_since()
+                or host.get('forced_down')):
             raise exception.ServiceUnavailable(
-                reason='the agent of host %s, where instance %s runs, missed '
-                       'its heartbeats; %s cannot run now (delete still can)'
-                       % (inst['host'], inst['uuid'], action))
+                reason='the agent of host %s, where instance %s runs, %s; '
+                       '%s cannot run now (delete still can)'
+                       % (inst['host'], inst['uuid'],
+                          'was forced down by an admin'
+                          if host.get('forced_down') else
+                          'missed its heartbeats', action))
 
     def _allocate(self, task_ctx, inst, action, params):
         """Resources a resize or migration needs before the agent starts."""

@@ -118,8 +118,8 @@ class ConductorManager:
         if not ctx.is_admin:
             raise exception.Forbidden(action='listing hosts (admin only)')
         alive_since = self.flows.scheduler.alive_since()
-        return [dict(h, up=bool(h['last_heartbeat'] and
-                                h['last_heartbeat'] >= alive_since))
+        return [dict(h, up=bool(h['last_heartbeat'] and not h['forced_down']
+                                and h['last_heartbeat'] >= alive_since))
                 for h in self.db.list_hosts()]
 
     @_expected

@@ -374,7 +374,9 @@ def create():
             **({'reservation_id': reservation} if reservation else {}))
     made = multicreate.create(
         name=body['name'], low=low, high=high, create_one=create_one,
-        flavor=flavors.get(request.services().conf, flavor))
+        flavor=flavors.get(request.services().conf,
+                           request.services().client.statedb, flavor,
+                           request.context()))
     if strutils.bool_from_string(body.get('return_reservation_id', False)):
         resp = flask.jsonify(
             {'reservation_id': attributes['boot_reservation_id']})

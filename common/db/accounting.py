@@ -6,6 +6,7 @@ follow an instance's state are made in that state change's transaction
 
 from common import exception
 from common.db import lease_hosts
+from common.db import quota_classes
 from common.db import quotas
 from common.db import services
 from common.db import usage
@@ -41,7 +42,7 @@ class AccountingMixin:
     def get_quotas(self, project_id):
         """{"defaults", "limits", "usage"}: each {resource: number}."""
         def txn(conn):
-            return {'defaults': dict(self.quota.defaults),
+            return {'defaults': quotas.defaults(conn, self.quota),
                     'limits': quotas.limits(conn, project_id, self.quota),
                     'usage': dict(quotas.usage(conn, project_id),
                                   **lease_hosts.quota_usage(conn,
@@ -65,6 +66,21 @@ class AccountingMixin:
             quotas.set_limits(conn, project_id, values, self.clock())
         self.db.transaction(txn)
         return self.get_quotas(project_id)
+
+    def get_quota_class(self, class_name, settings=None):
+        """{resource: limit} of the quota class (Nova's resources too);
+        ``settings``: the [quota] options (default: this StateDB's)."""
+        settings = settings or self.quota
+        return self.db.transaction(
+            lambda conn: quota_classes.values(conn, class_name, settings),
+            readonly=True)
+
+    def set_quota_class(self, class_name, values, settings=None):
+        """Store the class's ``values`` (whole numbers >= -1)."""
+        def txn(conn):
+            quota_classes.store(conn, class_name, values, self.clock())
+        self.db.transaction(txn)
+        return self.get_quota_class(class_name, settings)
 
     # --- usage for billing --------------------------------------------------------
 
@@ -104,3 +120,11 @@ class AccountingMixin:
 
     def list_services(self):
         return self.db.transaction(services.list_all, readonly=True)
+
+    def delete_service(self, binary, host):
+        """Forget a service's row (a running one writes it again at its
+        next heartbeat)."""
+        def txn(conn):
+            conn.execute(services.S.delete().where(
+                services.S.c.binary == binary, services.S.c.host == host))
+        self.db.transaction(txn)

@@ -36,6 +36,7 @@ from common import states
 from common.db import accounting
 from common.db import attributes
 from common.db import domains
+from common.db import flavors as flavors_db
 from common.db import hosts as hosts_db
 from common.db import models
 from common.db import power as power_db
@@ -220,7 +221,7 @@ def _host_guard(host):
 
 class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               hosts_db.HostsMixin, domains.DomainsMixin,
-              attributes.AttributesMixin):
+              attributes.AttributesMixin, flavors_db.FlavorsMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.

@@ -129,6 +129,13 @@ class Host(Base):
     free_memory_mb: Mapped[float] = mapped_column(Float, server_default='0')
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     disabled_reason: Mapped[str | None] = mapped_column(_name)
+    # An admin declared the host down (Nova's forced_down): no build goes
+    # there and it shows as down, whatever its heartbeats say.
+    forced_down: Mapped[bool] = mapped_column(Boolean, default=False,
+                                              server_default=sa.false())
+    # The hypervisor's number (Nova's integer ids before 2.53), given when
+    # the host registers: the largest so far plus one.
+    number: Mapped[int | None] = mapped_column(Integer, unique=True)
     # In the leases' reservable pool (an admin put it there): only such a
     # host can be leased (common/db/lease_hosts.py).
     reservable: Mapped[bool] = mapped_column(Boolean, default=False,
@@ -440,3 +447,75 @@ class ServiceKey(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     secret: Mapped[str] = mapped_column(_name)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+# --- flavors and quota classes (issue 22) ---------------------------------------
+# Written only by common/db/flavors.py and common/db/quota_classes.py.
+
+class Flavor(Base):
+    """A flavor of the catalogue (Nova's): ``flavorid`` is the id users
+    see, ``name`` unique as well among the flavors not deleted. The
+    configured ``[conductor] flavors`` are inserted once
+    (:class:`FlavorSeed`); instances keep their sizes in their own row, so
+    deleting a flavor changes no server."""
+    __tablename__ = 'flavors'
+    # unique among the flavors not deleted (a deleted one has deleted = id)
+    __table_args__ = (UniqueConstraint('flavorid', 'deleted'),
+                      UniqueConstraint('name', 'deleted'))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    flavorid: Mapped[str] = mapped_column(_name)
+    name: Mapped[str] = mapped_column(_name)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    disk_gb: Mapped[int] = mapped_column(Integer)
+    swap: Mapped[int] = mapped_column(Integer, default=0)
+    ephemeral_gb: Mapped[int] = mapped_column(Integer, default=0)
+    rxtx_factor: Mapped[float] = mapped_column(Float, default=1.0)
+    is_public: Mapped[bool] = mapped_column(Boolean, default=True)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    description: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    # 0 while the flavor exists; its id once deleted (kept so that the
+    # servers built with it still show its id)
+    deleted: Mapped[int] = mapped_column(Integer, default=0,
+                                         server_default='0')
+
+
+class FlavorExtraSpec(Base):
+    __tablename__ = 'flavor_extra_specs'
+
+    flavor_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('flavors.id'), primary_key=True)
+    key: Mapped[str] = mapped_column(_name, primary_key=True)
+    value: Mapped[str] = mapped_column(_name)
+
+
+class FlavorProject(Base):
+    """A project that may use a private flavor (os-flavor-access)."""
+    __tablename__ = 'flavor_projects'
+
+    flavor_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('flavors.id'), primary_key=True)
+    project_id: Mapped[str] = mapped_column(_name, primary_key=True)
+
+
+class FlavorSeed(Base):
+    """A configured flavor's id, once inserted: a flavor an admin deleted
+    is not inserted again at the next start."""
+    __tablename__ = 'flavor_seeds'
+
+    flavorid: Mapped[str] = mapped_column(_name, primary_key=True)
+
+
+class QuotaClassLimit(Base):
+    """An admin's value of a quota class (``default``: the defaults every
+    project without an override of its own gets, over ``[quota]``)."""
+    __tablename__ = 'quota_class_limits'
+
+    class_name: Mapped[str] = mapped_column(_name, primary_key=True)
+    resource: Mapped[str] = mapped_column(String(64), primary_key=True)
+    hard_limit: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)

@@ -102,6 +102,20 @@ TARGETS = [
      [], []),
     ('PUT', '/images/{image}/metadata/tristate:crash',
      {'meta': {'tristate:crash': 'x'}}, [], []),
+    # admin routes (the attacker is refused; nothing may change either way)
+    ('POST', '/flavors', {'flavor': {'name': 'f', 'ram': 64, 'vcpus': 1,
+                                     'disk': 0}}, [], []),
+    ('PUT', '/flavors/<flavor_id>', {'flavor': {'description': 'd'}}, [],
+     []),
+    ('POST', '/flavors/<flavor_id>/action',
+     {'addTenantAccess': {'tenant': 't'}}, ['addTenantAccess.tenant'], []),
+    ('POST', '/flavors/<flavor_id>/os-extra_specs',
+     {'extra_specs': {'k': 'v'}}, [], []),
+    ('PUT', '/flavors/<flavor_id>/os-extra_specs/<key>', {'k': 'v'}, [], []),
+    ('PUT', '/os-quota-class-sets/<class_name>',
+     {'quota_class_set': {'instances': 1}}, [], []),
+    ('PUT', '/os-services/<service_id>',
+     {'host': 'h', 'binary': 'nova-compute'}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),
@@ -150,7 +164,7 @@ INTEGERS = [
 
 def test_every_action_and_body_route_is_a_target(app):
     actions = {next(iter(body)) for _, path, body, _, _ in TARGETS
-               if path.endswith('/action')}
+               if path == '/servers/{id}/action'}
     assert actions == set(api_actions.ACTIONS)
     services = app.extensions['tristate']
     blazar = reservation_app.create_app(services.conf, services)
@@ -219,9 +233,14 @@ def _seen(attacker, aims):
             admin.get(POOL).get_json())
 
 
+# Routes that exist only from a microversion on (below it: 404 unread).
+SINCE = {('PUT', '/flavors/<flavor_id>'): '2.55'}
+
+
 def _send(attacker, aims, method, path, text, headers=None):
     return attacker.request(method, _url(path, aims), data=text, headers=dict(
-        {'Content-Type': 'application/json'}, **(headers or {})))
+        {'Content-Type': 'application/json'}, **(headers or {})),
+        version=SINCE.get((method, path)))
 
 
 def _refused(response, field=None):

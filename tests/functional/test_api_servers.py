@@ -38,9 +38,14 @@ def test_version_discovery_needs_no_token(shared_plane):
     http = Api(app)
     root = http.get('/')
     assert root.status_code == 200
-    (doc,) = root.get_json()['versions']
+    # as Nova lists them: the legacy v2.0, deprecated, and v2.1
+    (legacy, doc) = root.get_json()['versions']
+    assert (legacy['id'], legacy['status'], legacy['version']) == (
+        'v2.0', 'DEPRECATED', '')
     assert (doc['id'], doc['min_version'], doc['version']) == (
         'v2.1', str(microversion.MIN), str(microversion.MAX))
+    assert doc['links'] == [{'rel': 'self',
+                             'href': 'http://localhost/v2.1/'}]
     for path in ('/v2.1', '/v2.1/'):
         resp = http.get(path)
         assert resp.status_code == 200
@@ -291,7 +296,14 @@ def test_instance_actions_come_from_the_action_log(api):
 # --- flavors and hosts -------------------------------------------------------
 
 def test_flavors_come_from_the_config(api):
-    names = [f['name'] for f in api.get('/flavors').get_json()['flavors']]
+    # seeded into the database, id = name; Nova's default order: by id
+    listed = api.get('/flavors').get_json()['flavors']
+    configured = [f['id'] for f in listed
+                  if f['id'] in ('tiny', 'small', 'medium', 'large')]
+    assert configured == ['large', 'medium', 'small', 'tiny']
+    by_ram = api.get('/flavors?sort_key=memory_mb').get_json()['flavors']
+    names = [f['name'] for f in by_ram
+             if f['name'] in ('tiny', 'small', 'medium', 'large')]
     assert names == ['tiny', 'small', 'medium', 'large']
     detail = {f['name']: f for f in
               api.get('/flavors/detail').get_json()['flavors']}
