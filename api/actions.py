@@ -17,6 +17,8 @@ from api import schemas
 TASK = 'task'
 DELETE = 'delete'
 RESET = 'reset'
+LOCK = 'lock'           # the lock: no task, an attribute (api.routes.server_attrs)
+CONSOLE = 'console'     # read the console log (issue 24 builds it)
 
 
 def _none(body):
@@ -95,6 +97,19 @@ def _password(body):
     return {'password': body['adminPass']}
 
 
+def _lock(body):
+    return {'locked': True, 'reason': (body or {}).get('locked_reason')}
+
+
+def _unlock(body):
+    return {'locked': False}
+
+
+def _console(body):
+    length = (body or {}).get('length')
+    return {'length': None if length is None else int(length)}
+
+
 def _migrate(body):
     return {'host': body['host']} if body.get('host') else {}
 
@@ -130,4 +145,8 @@ ACTIONS = {a.key: a for a in (
     ServerAction('forceDelete', 'delete', kind=DELETE),
     ServerAction('os-resetState', 'reset_state', schemas.RESET_STATE, _reset,
                  kind=RESET),
+    ServerAction('lock', 'lock', schemas.LOCK, _lock, kind=LOCK),
+    ServerAction('unlock', 'unlock', schemas.NO_BODY, _unlock, kind=LOCK),
+    ServerAction('os-getConsoleOutput', 'get_console_output',
+                 schemas.CONSOLE_OUTPUT, _console, kind=CONSOLE, status=200),
 )}

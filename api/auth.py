@@ -12,7 +12,7 @@ request's environ (``tristate.context``), chosen by ``[api] auth_strategy``.
   X-Roles headers the context is built from. keystonemiddleware is an
   optional dependency (``pip install tristate[keystone]``).
 
-Version discovery (``/`` and ``/v2.1``) needs no authentication, as in Nova.
+Version discovery (``/``, ``/v2`` and ``/v2.1``) needs no authentication, as in Nova.
 """
 
 import re
@@ -21,7 +21,7 @@ from api import faults
 from common import context as tcontext
 
 ENV_CONTEXT = 'tristate.context'
-OPEN_PATHS = frozenset({'', '/', '/v2.1', '/v2.1/'})
+OPEN_PATHS = frozenset({'', '/', '/v2', '/v2/', '/v2.1', '/v2.1/'})
 ADMIN_USER = 'admin'
 # keystoneauth's "none" plugin (openstacksdk's auth_type none) sends this
 # token; it means "no token", so it gets the default user too.

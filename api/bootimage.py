@@ -55,7 +55,7 @@ def check(conf, statedb, ctx, image_id, flavor_name=None):
                        'active image can be booted.'
                        % (image_id, image['status']))
     if flavor_name is not None:
-        fits(image, flavors.get(conf, flavor_name))
+        fits(image, flavors.get(conf, statedb, flavor_name, ctx))
     return image
 
 

@@ -85,12 +85,16 @@ def list_rules():
               ('DELETE', '/servers/{server_id}'),
               ('POST', '/servers/{server_id}/action (forceDelete)')),
         _rule(SERVERS % 'metadata:show', OWNER,
-              'Show a server\'s metadata (its reconcile policies).',
-              ('GET', '/servers/{server_id}/metadata')),
+              'Show a server\'s metadata (and its reconcile policies).',
+              ('GET', '/servers/{server_id}/metadata'),
+              ('GET', '/servers/{server_id}/metadata/{key}')),
         _rule(SERVERS % 'metadata:update', OWNER,
-              'Change a server\'s reconcile policies.',
+              'Change a server\'s metadata (and reconcile policies).',
+              ('PUT', '/servers/{server_id}/metadata'),
+              ('POST', '/servers/{server_id}/metadata'),
               ('PUT', '/servers/{server_id}/metadata/{key}'),
-              ('POST', '/servers/{server_id}/metadata')),
+              ('DELETE', '/servers/{server_id}/metadata/{key}')),
+    ] + _attribute_rules() + [
         _rule(SERVERS % 'instance_actions:list', OWNER,
               'List a server\'s action log.',
               ('GET', '/servers/{server_id}/os-instance-actions')),
@@ -99,12 +103,81 @@ def list_rules():
               'host); below microversion 2.51, see events at all.',
               ('GET', '/servers/{server_id}/os-instance-actions/'
                       '{request_id}')),
-        _rule('tristate:flavors:index', ANYONE, 'List flavors.',
-              ('GET', '/flavors')),
         _rule('tristate:hypervisors:index', ADMIN,
-              'List hosts with capacity, usage and up/down.',
-              ('GET', '/os-hypervisors/detail')),
-    ] + _action_rules() + _lease_rules() + _accounting_rules()
+              'List hosts with capacity, usage and up/down; show one, its '
+              'servers, uptime and the statistics.',
+              ('GET', '/os-hypervisors/detail'),
+              ('GET', '/os-hypervisors/{hypervisor_id}')),
+    ] + (_action_rules() + _lease_rules() + _accounting_rules()
+         + _catalogue_rules())
+
+
+def _catalogue_rules():
+    """Flavors, limits, quota classes and services (Nova's defaults)."""
+    return [
+        _rule('tristate:flavors:index', ANYONE, 'List and show flavors.',
+              ('GET', '/flavors'), ('GET', '/flavors/{flavor_id}')),
+        _rule('tristate:flavors:manage', ADMIN, 'Create and delete flavors, '
+              'change their description.', ('POST', '/flavors'),
+              ('PUT', '/flavors/{flavor_id}'),
+              ('DELETE', '/flavors/{flavor_id}')),
+        _rule('tristate:flavors:extra_specs:index', ANYONE,
+              'Show a flavor\'s extra specs.',
+              ('GET', '/flavors/{flavor_id}/os-extra_specs')),
+        _rule('tristate:flavors:extra_specs:manage', ADMIN,
+              'Set and delete a flavor\'s extra specs.',
+              ('POST', '/flavors/{flavor_id}/os-extra_specs'),
+              ('PUT', '/flavors/{flavor_id}/os-extra_specs/{key}'),
+              ('DELETE', '/flavors/{flavor_id}/os-extra_specs/{key}')),
+        _rule('tristate:flavors:access', ADMIN,
+              'List and change the projects that may use a private flavor.',
+              ('GET', '/flavors/{flavor_id}/os-flavor-access'),
+              ('POST', '/flavors/{flavor_id}/action')),
+        _rule('tristate:limits', ANYONE, 'Show the project\'s limits.',
+              ('GET', '/limits')),
+        _rule('tristate:limits:other_project', ADMIN,
+              'Show another project\'s limits (tenant_id).',
+              ('GET', '/limits?tenant_id={project_id}')),
+        _rule('tristate:quota_classes', ADMIN,
+              'Show and set the default quota class.',
+              ('GET', '/os-quota-class-sets/{class}'),
+              ('PUT', '/os-quota-class-sets/{class}')),
+        _rule('tristate:services', ADMIN, 'List, disable, enable, force '
+              'down and delete services; read the usage audit log.',
+              ('GET', '/os-services'), ('PUT', '/os-services/{service_id}'),
+              ('DELETE', '/os-services/{service_id}'),
+              ('GET', '/os-instance_usage_audit_log')),
+        _rule('tristate:extensions', ANYONE, 'List the API extensions.',
+              ('GET', '/extensions')),
+    ]
+
+
+def _attribute_rules():
+    """Tags, lock, password and console output (issue 22)."""
+    return [
+        _rule(SERVERS % 'tags:show', OWNER, 'Show a server\'s tags.',
+              ('GET', '/servers/{server_id}/tags'),
+              ('GET', '/servers/{server_id}/tags/{tag}')),
+        _rule(SERVERS % 'tags:update', OWNER, 'Change a server\'s tags.',
+              ('PUT', '/servers/{server_id}/tags'),
+              ('DELETE', '/servers/{server_id}/tags'),
+              ('PUT', '/servers/{server_id}/tags/{tag}'),
+              ('DELETE', '/servers/{server_id}/tags/{tag}')),
+        _rule(SERVERS % 'action:lock', OWNER, 'Lock a server.',
+              ('POST', '/servers/{server_id}/action (lock)')),
+        _rule(SERVERS % 'action:unlock', OWNER, 'Unlock a server (one an '
+              'admin locked: admins only).',
+              ('POST', '/servers/{server_id}/action (unlock)')),
+        _rule(SERVERS % 'action:get_console_output', OWNER,
+              'Read a server\'s console output.',
+              ('POST', '/servers/{server_id}/action (os-getConsoleOutput)')),
+        _rule(SERVERS % 'password:show', OWNER,
+              'Show a server\'s encrypted password.',
+              ('GET', '/servers/{server_id}/os-server-password')),
+        _rule(SERVERS % 'password:clear', OWNER,
+              'Clear a server\'s encrypted password.',
+              ('DELETE', '/servers/{server_id}/os-server-password')),
+    ]
 
 
 def _accounting_rules():

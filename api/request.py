@@ -9,9 +9,11 @@ import flask
 from api import auth
 from api import bootimage
 from api import jsonbody
+from api import microversion
 from api import schemas
 from api import views
 from common import exception
+from common import flavors as flavors_mod
 from common.states import vm
 
 EXTENSION = 'tristate'
@@ -91,11 +93,29 @@ def hosts_up():
     return {h['name']: h['up'] for h in services().client.list_hosts(ctx)}
 
 
+def flavor_ids():
+    """{flavor name: flavor id} of the flavors there are, read once per
+    request: a server links its flavor by id before 2.47, and its row
+    keeps the name."""
+    found = flask.g.get('flavor_ids')
+    if found is None:
+        svc = services()
+        statedb = getattr(svc.client, 'statedb', None)
+        found = {} if statedb is None else flavors_mod.seeded(
+            svc.conf, statedb).flavor_ids()
+        flask.g.flavor_ids = found
+    return found
+
+
 def server_body(inst, up=None, fault=None, kind=views.SHOW):
     """The server as Nova's view ``kind`` (:data:`views.SHOW`, ``LIST``,
     ``UPDATE``, ``REBUILD``) shows it to this caller at this request's
     microversion."""
     up = hosts_up() if up is None else up
+    if version() < microversion.EMBEDDED_FLAVOR:
+        flavor_id = flavor_ids().get(inst['flavor_name'])
+        if flavor_id is not None and flavor_id != inst['flavor_name']:
+            inst = dict(inst, flavor_id=flavor_id)
     extended, host_status = _sees_where(inst['project_id'])
     return views.server(
         inst, version=version(), links=links(),

@@ -53,8 +53,20 @@ POLICY_METADATA = {
     'tristate:user_shutdown': {'enum': list(states.USER_SHUTDOWN_POLICIES)},
     'tristate:crash': {'enum': list(states.CRASH_POLICIES)},
 }
+# Nova's user metadata: keys of 1-255 letters, digits and ``-_:. ``, values
+# strings of at most 255 characters; the two ``tristate:`` keys (which
+# match that pattern) take their policies' values only.
+METADATA_KEY = '^[a-zA-Z0-9-_:. ]{1,255}$'
+METADATA_VALUE = {'type': 'string', 'maxLength': 255}
 METADATA = {'type': 'object', 'properties': POLICY_METADATA,
+            'patternProperties': {METADATA_KEY: METADATA_VALUE},
             'additionalProperties': False}
+# Nova's server tag (2.26): 1-60 characters, no comma and no slash.
+TAG = {'type': 'string', 'minLength': 1, 'maxLength': 60,
+       'pattern': '^[^,/]*$', 'format': PRINTABLE}
+TAGS = {'type': 'array', 'items': TAG, 'maxItems': 50}
+DESCRIPTION = {'type': ['string', 'null'], 'maxLength': 255,
+               'format': PRINTABLE}
 
 
 def _object(required=(), **properties):
@@ -65,9 +77,8 @@ def _object(required=(), **properties):
 # Accepted in POST /servers for clients' sake; they have no effect here.
 _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
                    'availability_zone', 'user_data', 'config_drive',
-                   'description', 'adminPass', 'OS-DCF:diskConfig',
-                   'accessIPv4', 'accessIPv6', 'return_reservation_id',
-                   'tags', 'hostname')
+                   'adminPass', 'OS-DCF:diskConfig',
+                   'accessIPv4', 'accessIPv6', 'hostname')
 
 # A lease's reservation to build on (``reservation`` is Blazar's name);
 # other hints are accepted and ignored.
@@ -88,40 +99,66 @@ def reservation_hint(body):
 # openstackclient's ``server create --image`` sends the image twice: as
 # ``imageRef`` and as the root disk's mapping (Nova's default: the image
 # on the host's local disk, deleted with the server). That one mapping is
-# what Tristate does anyway, so it is accepted (the route checks that its
-# uuid is the imageRef); volumes, blank, swap and ephemeral disks are not.
-IMAGE_ROOT_DISK = {
-    'type': 'array', 'minItems': 1, 'maxItems': 1,
-    'items': _object(
-        ['uuid', 'source_type', 'destination_type', 'boot_index'],
-        uuid=IMAGE_REF, source_type={'enum': ['image']},
-        destination_type={'enum': ['local']},
-        boot_index={'enum': [0, '0']},
-        delete_on_termination={'enum': [True, 'true', 'True']})}
+# what Tristate does anyway, so it is accepted; the route
+# (api/routes/servers.py) refuses any other mapping (volumes, blank, swap,
+# ephemeral disks) as not supported.
+IMAGE_ROOT_DISK = {'type': 'array', 'items': {'type': 'object'}}
+
+# Nova's boolean parameter (parameter_types.boolean).
+BOOLEAN = {'enum': [True, False] + [
+    w for word in ('true', 'false', 'on', 'off', 'yes', 'no')
+    for w in (word, word.upper(), word.capitalize())] + ['1', '0']}
+
+# Nova's min_count/max_count: an integer of at least 1, or its digits.
+# Nova bounds them by quota only; Tristate also by 100 per request (each
+# server is created before the request answers).
+COUNT = {'type': ['integer', 'string'], 'pattern': '^[0-9]+$',
+         'minimum': 1, 'maximum': 100, 'maxLength': 3}
 
 CREATE_SERVER = _object(
     ['server'],
     server=_object(
         ['name', 'flavorRef', 'imageRef'],
         name=NAME, flavorRef=REF, imageRef=IMAGE_REF, metadata=METADATA,
-        min_count={'enum': [1, '1']}, max_count={'enum': [1, '1']},
+        description=DESCRIPTION, tags=TAGS,
+        min_count=COUNT, max_count=COUNT,
+        return_reservation_id=BOOLEAN,
         block_device_mapping_v2=IMAGE_ROOT_DISK,
         **dict.fromkeys(_IGNORED_CREATE, ANYTHING)),
     **{'os:scheduler_hints': SCHEDULER_HINTS,
        'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})
 
-# PUT /servers/{id}: the name only (Tristate stores no description, and
-# addresses belong to no one here); Nova's IP and disk-config fields are
-# accepted and ignored.
+# PUT /servers/{id}: the name and (from 2.19, the route checks) the
+# description; addresses belong to no one here: Nova's IP and disk-config
+# fields are accepted and ignored.
 UPDATE_SERVER = _object(
     ['server'],
-    server=_object(name=NAME, **dict.fromkeys(
+    server=_object(name=NAME, description=DESCRIPTION, **dict.fromkeys(
         ('accessIPv4', 'accessIPv6', 'OS-DCF:diskConfig'), ANYTHING)))
 
 REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
                                           'Hard', 'hard']})
-REBUILD = _object(['imageRef'], imageRef=IMAGE_REF,
-                  description={'type': ['string', 'null']})
+# Nova's rebuild (``description`` from 2.19: the route checks the
+# microversion). ``adminPass`` is refused by the route: the rebuilt guest
+# has no agent to take it yet. There is no ephemeral disk to preserve or
+# not, so ``preserve_ephemeral`` is true to either way.
+REBUILD = _object(['imageRef'], imageRef=IMAGE_REF, name=NAME,
+                  metadata=METADATA, description=DESCRIPTION,
+                  adminPass={'type': 'string'},
+                  preserve_ephemeral={'type': 'boolean'},
+                  **{'OS-DCF:diskConfig': {'enum': ['MANUAL']}})
+# lock: ``locked_reason`` from 2.73 (the route checks the microversion).
+LOCK = {'type': ['null', 'object'],
+        'properties': {'locked_reason': {'type': 'string', 'maxLength': 255,
+                                         'format': PRINTABLE}},
+        'additionalProperties': False}
+# os-getConsoleOutput: lines from the end of the log, -1 (or none) all.
+CONSOLE_OUTPUT = {'type': ['null', 'object'],
+                  'properties': {'length': {
+                      'type': ['integer', 'string', 'null'],
+                      'pattern': '^-?[0-9]+$', 'minimum': -1,
+                      'maximum': 2 ** 31 - 1, 'maxLength': 20}},
+                  'additionalProperties': False}
 RESCUE = {'type': ['null', 'object'],
           'properties': {'adminPass': {'type': 'string'},
                          'rescue_image_ref': IMAGE_REF},
@@ -152,14 +189,14 @@ MIGRATE_LIVE = _object(
 RESET_STATE = _object(['state'], state={'enum': ['active', 'error']})
 
 UPDATE_METADATA = _object(['metadata'], metadata=METADATA)
+REPLACE_TAGS = _object(['tags'], tags=TAGS)
 
 
-def set_metadata_item(key):
-    """PUT /servers/{id}/metadata/{key}: {"meta": {key: value}}."""
-    schema = POLICY_METADATA.get(key, {})
-    return _object(['meta'], meta={
-        'type': 'object', 'properties': {key: schema}, 'required': [key],
-        'additionalProperties': False})
+def set_metadata_item():
+    """PUT /servers/{id}/metadata/{key}: {"meta": {key: value}}, one
+    item (the route checks that it is the URI's)."""
+    return _object(['meta'], meta=dict(METADATA, minProperties=1,
+                                       maxProperties=1))
 
 
 # --- the check ------------------------------------------------------------------

@@ -8,11 +8,9 @@ anyone.
 import datetime
 import hashlib
 import re
-import uuid as uuidlib
 
 from api import microversion
 from api import status
-from common import flavors as flavors_mod
 from common import reconcile
 from common import states
 
@@ -23,6 +21,7 @@ POLICY_COLUMNS = {'user_shutdown': 'user_shutdown_policy',
 POLICY_CHOICES = {'user_shutdown': states.USER_SHUTDOWN_POLICIES,
                   'crash': states.CRASH_POLICIES}
 AVAILABILITY_ZONE = 'nova'
+LOCKED_REASON = microversion.APIVersion(2, 73)
 
 
 def isotime(value):
@@ -86,14 +85,20 @@ def server_metadata(inst, version):
     return shown
 
 
+# main's name for it (the metadata routes)
+all_metadata = server_metadata
+
+
 def _flavor(inst, embedded, links):
     if embedded:
         return {'vcpus': inst['vcpus'], 'ram': inst['memory_mb'],
                 'disk': inst['disk_gb'], 'ephemeral': 0, 'swap': 0,
                 'original_name': inst['flavor_name'], 'extra_specs': {}}
-    return {'id': inst['flavor_name'],
+    # the flavor's id, when the API found it (request.server_body)
+    flavor_id = inst.get('flavor_id') or inst['flavor_name']
+    return {'id': flavor_id,
             'links': [{'rel': 'bookmark',
-                       'href': links.bookmark('flavors', inst['flavor_name'])}]}
+                       'href': links.bookmark('flavors', flavor_id)}]}
 
 
 def _host_id(inst):
@@ -294,9 +299,12 @@ def _extended_value(inst, key):
     if key == 'OS-EXT-SRV-ATTR:hostname':
         return _hostname(inst)
     if key == 'OS-EXT-SRV-ATTR:launch_index':
-        return 0
-    # reservation_id, kernel_id, ramdisk_id, root_device_name, user_data:
-    # Tristate keeps none of them (a lease's reservation is another thing)
+        return inst.get('launch_index') or 0
+    if key == 'OS-EXT-SRV-ATTR:reservation_id':
+        # the boot request's (r-...), not a lease's reservation
+        return inst.get('boot_reservation_id')
+    # kernel_id, ramdisk_id, root_device_name, user_data: Tristate keeps
+    # none of them
     return inst.get(key.partition(':')[2])
 
 
@@ -362,7 +370,7 @@ def flavor(flv, links, *, detail=True, version=microversion.MIN,
     """A flavor as Nova shows it at ``version``: ``description`` from 2.55
     (list and detail), ``extra_specs`` from 2.61 (detail, to those allowed
     to read them), ``swap`` 0 instead of "" from 2.75."""
-    ident = _get(flv, 'id') or _get(flv, 'name')
+    ident = _get(flv, 'flavorid') or _get(flv, 'id') or _get(flv, 'name')
     body = {'id': ident, 'name': _get(flv, 'name'),
             'links': links.links('flavors', ident)}
     if version >= FLAVOR_DESCRIPTION:
@@ -383,87 +391,39 @@ def flavor(flv, links, *, detail=True, version=microversion.MIN,
     return body
 
 
-def flavor_list(conf):
-    return sorted(flavors_mod.parse(conf.conductor.flavors).values(),
-                  key=lambda f: (f.memory_mb, f.vcpus, f.name))
-
-
 # --- hosts (os-hypervisors) -------------------------------------------------------
-
-HYPERVISOR_CPU_INFO_OBJECT = V(2, 28)
-HYPERVISOR_UUIDS = V(2, 53)
-HYPERVISOR_NO_USAGE = V(2, 88)
-# The usage figures Nova's hypervisor detail drops at 2.88 (placement has
-# them; Tristate's are in its own keys from 2.101).
-_HYPERVISOR_USAGE = ('vcpus', 'vcpus_used', 'memory_mb', 'memory_mb_used',
-                     'local_gb', 'local_gb_used', 'free_ram_mb',
-                     'free_disk_gb', 'current_workload', 'running_vms',
-                     'disk_available_least')
-# Hosts have names, not ids: from 2.53, where Nova's ids are UUIDs, a
-# host's id is the UUID derived from its name (the same on every API).
-_HOST_NAMESPACE = uuidlib.UUID('6a0e4b4e-2b8e-4c55-9d35-6f3b1c7d1e21')
-
-
-def hypervisor_id(name, version):
-    """The id of host ``name`` at ``version``: its name, or from 2.53 a
-    UUID derived from it."""
-    if version >= HYPERVISOR_UUIDS:
-        return str(uuidlib.uuid5(_HOST_NAMESPACE, name))
-    return name
-
-
-def hypervisor_host(ident, names):
-    """The host of ``names`` whose hypervisor id is ``ident`` (its name, or
-    the UUID derived from it), or None: for ``/os-hypervisors/{id}``."""
-    for name in names:
-        if ident in (name, hypervisor_id(name, HYPERVISOR_UUIDS)):
-            return name
-    return None
-
 
 def hypervisor(host, instances, *, detail=True, version=microversion.MIN):
     """One host, with what its agent reports and what is allocated on it,
-    in Nova's shape at ``version`` (``tristate:*`` keys from 2.101)."""
+    in Nova's 2.1 shape; ``tristate:*`` keys from 2.101 only. The route
+    (:mod:`api.routes.catalog`) makes Nova's changes of later versions:
+    ids (2.53), ``cpu_info`` (2.28), the capacity gone at 2.88."""
     mine = [i for i in instances if i.get('host') == host['name']]
-    body = {'id': hypervisor_id(host['name'], version),
-            'hypervisor_hostname': host['name'],
+    body = {'id': host['name'], 'hypervisor_hostname': host['name'],
             'state': 'up' if host['up'] else 'down',
             'status': 'enabled' if host.get('enabled', True) else 'disabled'}
     if not detail:
         return body
     free_disk = host['disk_gb'] - host['used_disk_gb']
     body.update({
+        'vcpus': host['vcpus'], 'vcpus_used': host['used_vcpus'],
+        'memory_mb': host['memory_mb'],
+        'memory_mb_used': host['used_memory_mb'],
+        'local_gb': host['disk_gb'], 'local_gb_used': host['used_disk_gb'],
+        'free_ram_mb': host['memory_mb'] - host['used_memory_mb'],
+        'free_disk_gb': free_disk, 'disk_available_least': free_disk,
+        'running_vms': len(mine), 'current_workload': 0,
         'hypervisor_type': 'tristate', 'hypervisor_version': 1,
-        'host_ip': None,
-        'cpu_info': {} if version >= HYPERVISOR_CPU_INFO_OBJECT else '{}',
-        'service': {'host': host['name'],
-                    'id': hypervisor_id(host['name'], version),
-                    'disabled_reason': host.get('disabled_reason')}})
-    if version >= HYPERVISOR_NO_USAGE:
-        body['uptime'] = host.get('uptime')
-    else:
-        body.update({
-            'vcpus': host['vcpus'], 'vcpus_used': host['used_vcpus'],
-            'memory_mb': host['memory_mb'],
-            'memory_mb_used': host['used_memory_mb'],
-            'local_gb': host['disk_gb'], 'local_gb_used': host['used_disk_gb'],
-            'free_ram_mb': host['memory_mb'] - host['used_memory_mb'],
-            'free_disk_gb': free_disk, 'disk_available_least': free_disk,
-            'running_vms': len(mine), 'current_workload': 0})
+        'host_ip': None, 'cpu_info': '{}',
+        'service': {'host': host['name'], 'id': host['name'],
+                    'disabled_reason': host.get('disabled_reason')},
+    })
     if version >= microversion.TRISTATE:
         counts = dict.fromkeys(reconcile.OPER_STATES, 0)
         for inst in mine:
             counts[reconcile.oper_state(inst, host_up=host['up'])] += 1
-        body.update({
-            'tristate:last_heartbeat': isotime(host.get('last_heartbeat')),
-            'tristate:oper_states': counts,
-            'tristate:usage': {
-                'vcpus': host['vcpus'], 'vcpus_used': host['used_vcpus'],
-                'memory_mb': host['memory_mb'],
-                'memory_mb_used': host['used_memory_mb'],
-                'local_gb': host['disk_gb'],
-                'local_gb_used': host['used_disk_gb'],
-                'running_vms': len(mine)}})
+        body['tristate:last_heartbeat'] = isotime(host.get('last_heartbeat'))
+        body['tristate:oper_states'] = counts
     return body
 
 

@@ -36,20 +36,24 @@ from api.image import app as image_app
 from api.reservation import app as reservation_app
 from api.routes import accounting
 from api.routes import catalog
+from api.routes import flavors
 from api.routes import image_metadata
 from api.routes import images
 from api.routes import leases
+from api.routes import limits
 from api.routes import noauth_identity
 from api.routes import os_hosts
 from api.routes import server_actions
+from api.routes import server_attrs
 from api.routes import servers
+from api.routes import services as services_routes
 from api.routes import versions
 
 LOG = logging.getLogger(__name__)
 REQUEST_ID_HEADERS = ('X-OpenStack-Request-ID', 'X-Compute-Request-ID')
 # Seconds a client is asked to wait before trying a 503 again.
 RETRY_AFTER = 5
-_UNVERSIONED = frozenset({'/', '/v2.1', '/v2.1/'})
+_UNVERSIONED = frozenset({'/', '/v2', '/v2/', '/v2.1', '/v2.1/'})
 
 
 def create_app(conf, client, *, policy=None):
@@ -59,9 +63,10 @@ def create_app(conf, client, *, policy=None):
     services = request.Services(
         conf=conf, client=client, policy=policy or policy_mod.Policy(conf))
     app.extensions[request.EXTENSION] = services
-    for blueprint in (versions.bp, servers.bp, server_actions.bp, catalog.bp,
-                      leases.bp, os_hosts.bp, accounting.bp, images.bp,
-                      image_metadata.bp):
+    for blueprint in (versions.bp, servers.bp, server_actions.bp,
+                      server_attrs.bp, catalog.bp, leases.bp, os_hosts.bp,
+                      accounting.bp, images.bp, image_metadata.bp,
+                      flavors.bp, limits.bp, services_routes.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)

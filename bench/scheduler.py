@@ -49,7 +49,7 @@ def add_arguments(parser):
 
 def _flavor(conf):
     from common import flavors
-    return flavors.get(conf, plane_mod.FLAVOR)
+    return flavors.configured(conf, plane_mod.FLAVOR)
 
 
 @contextlib.contextmanager

@@ -279,3 +279,20 @@ class ActionTable:
 
 
 TABLE = ActionTable(ACTIONS, ROWS)
+
+
+# --- the lock (Nova's ``lock``/``unlock``, issue 22) ---------------------------
+
+# What a locked server still takes from its non-admin users: reads, the
+# lock's own actions, and what Nova does not lock (rename, tags).
+NOT_LOCKED = frozenset({'lock', 'unlock', 'rename', 'tags'})
+
+
+def refuse_if_locked(inst, ctx, name):
+    """The one check of the lock: a locked server refuses ``name`` to
+    anyone but an admin, with Nova's 409 ``Instance ... is locked``.
+    Called by every route that changes a server (actions, delete,
+    metadata, rebuild's attributes) on the row it read."""
+    if name in NOT_LOCKED or not inst.get('locked') or ctx.is_admin:
+        return
+    raise exception.InstanceLocked(instance=inst['uuid'])

@@ -128,6 +128,12 @@ class ActionNotAllowed(Conflict):
                          running=running, needs=needs, **extra)
 
 
+class InstanceLocked(Conflict):
+    """Nova's answer to a non-admin's change of a locked server."""
+
+    msg_fmt = 'Instance %(instance)s is locked'
+
+
 class TaskPreempted(Conflict):
     msg_fmt = ('Task %(task_id)s on instance %(instance)s was preempted: '
                '%(reason)s.')

@@ -1,4 +1,9 @@
-"""Flavors, defined in configuration (``[conductor] flavors``)."""
+"""Flavors: the sizes an instance is built with.
+
+They live in the database (:mod:`common.db.flavors`, served by
+``/flavors``); the configured ``[conductor] flavors`` are inserted there
+the first time a process reads flavors (:func:`seeded`), each once.
+"""
 
 import dataclasses
 
@@ -32,14 +37,50 @@ def parse(definitions):
     return flavors
 
 
-def get(conf, name):
-    flavors = parse(conf.conductor.flavors)
+def seeded(conf, statedb):
+    """``statedb``, once the configured flavors are in it (inserted by the
+    first call of each process, per database and configuration)."""
+    key = tuple(conf.conductor.flavors)
+    if getattr(statedb, '_flavors_seeded', None) != key:
+        statedb.seed_flavors(list(parse(key).values()))
+        statedb._flavors_seeded = key
+    return statedb
+
+
+def get(conf, statedb, flavorid, ctx=None):
+    """The :class:`Flavor` of id ``flavorid`` (its ``name`` is the
+    flavor's name); 400 naming the flavors there are if there is none, or
+    if ``ctx`` (a non-admin's) may not use it (a private flavor its project
+    has no access to, as Nova)."""
     try:
-        return flavors[name]
-    except KeyError:
+        row = seeded(conf, statedb).get_flavor(flavorid, projects=True)
+        if not usable(row, ctx):
+            raise exception.NotFound()
+    except exception.NotFound:
+        known = [f['flavorid'] for f in statedb.list_flavors(
+            is_public=True if ctx is None or not ctx.is_admin else None,
+            project_id=None if ctx is None else ctx.project_id)]
         raise exception.Invalid(
             reason='unknown flavor %r: expected one of %s'
-                   % (name, ', '.join(sorted(flavors)))) from None
+                   % (flavorid, ', '.join(sorted(known)))) from None
+    return of_row(row)
+
+
+def usable(row, ctx):
+    """Whether ``ctx`` may boot flavor ``row`` (with its ``projects``)."""
+    return (row['is_public'] or ctx is None or ctx.is_admin
+            or ctx.project_id in row.get('projects', ()))
+
+
+def of_row(row):
+    return Flavor(row['name'], row['vcpus'], row['memory_mb'],
+                  row['disk_gb'])
+
+
+def configured(conf, name):
+    """The configured flavor ``name`` (``[conductor] flavors``), not read
+    from the database: for benchmarks and tests that size hosts by it."""
+    return parse(conf.conductor.flavors)[name]
 
 
 def of_instance(inst):

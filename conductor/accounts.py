@@ -43,6 +43,16 @@ def _plain(value):
 def tenant_usage(statedb, ctx, *, start, end, project_id=None):
     """{project_id: usage}; every project's for an admin when
     ``project_id`` is None."""
+    return tenant_usage_page(statedb, ctx, start=start, end=end,
+                             project_id=project_id)['usages']
+
+
+def tenant_usage_page(statedb, ctx, *, start, end, project_id=None,
+                      marker=None, limit=None):
+    """``{'usages': {project_id: usage}, 'more': bool, 'last': uuid}``
+    of one page of instances (``marker``: the last instance of the page
+    before; ``limit``: instances per page); ``more``: instances are left
+    after the page, whose last instance is ``last``."""
     if project_id is None:
         if not ctx.is_admin:
             raise exception.Forbidden(action='usage of every project (admin '
@@ -53,7 +63,10 @@ def tenant_usage(statedb, ctx, *, start, end, project_id=None):
     if begin > stop:
         raise exception.Invalid(reason='start %s is after end %s'
                                 % (start, end))
-    found = statedb.tenant_usage(start=begin, end=stop, project_id=project_id)
-    return {project: dict(_plain(body), server_usages=[
-        _plain(s) for s in body['server_usages'].values()])
-        for project, body in found.items()}
+    page = statedb.tenant_usage_page(
+        start=begin, end=stop, project_id=project_id, marker=marker,
+        limit=limit)
+    return {'more': page['more'], 'last': page['last'], 'usages': {
+        project: dict(_plain(body), server_usages=[
+            _plain(s) for s in body['server_usages'].values()])
+        for project, body in page['usage'].items()}}

@@ -14,6 +14,7 @@ from common import actions
 from common import exception
 from common import flavors
 from common import states
+from common.db import attributes as attributes_db
 from conductor import delivery
 from conductor import gateway as gw
 from conductor import images
@@ -65,6 +66,44 @@ def _claim_message(prepared):
     return None
 
 
+def _locking_name(changes):
+    """The name the lock check knows a change by (common/actions.py)."""
+    if 'lock' in changes:
+        return 'lock' if changes['lock']['locked'] else 'unlock'
+    if set(changes) <= {'name', 'description', 'tags'}:
+        # Nova locks neither PUT /servers/{id} nor the tags
+        return 'tags' if set(changes) == {'tags'} else 'rename'
+    return 'update'
+
+
+_CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
+                      'tags': list, 'boot_reservation_id': str,
+                      'launch_index': int}
+
+
+def _create_attributes(attributes, metadata_items):
+    """The new instance's description, user metadata, tags, boot
+    reservation and launch index, checked (RPC 1.8)."""
+    attributes = dict(attributes or {})
+    for key, value in attributes.items():
+        kind = _CREATE_ATTRIBUTES.get(key)
+        if kind is None or not isinstance(value, kind):
+            raise exception.Invalid(
+                reason='create attributes: %r is not one of %s with a value '
+                       'of the right type' % (key, ', '.join(
+                           sorted(_CREATE_ATTRIBUTES))))
+    meta = attributes.get('metadata', {})
+    if 0 <= metadata_items < len(meta):
+        raise exception.QuotaExceeded(
+            'Quota exceeded for metadata_items: Requested %d, but the limit '
+            'is %d. Maximum number of metadata items exceeds %d'
+            % (len(meta), metadata_items, metadata_items))
+    if len(attributes.get('tags', ())) > attributes_db.MAX_TAGS:
+        raise exception.Invalid('The number of tags exceeded the per-server '
+                                'limit %d' % attributes_db.MAX_TAGS)
+    return attributes
+
+
 def validate_name(name):
     if not isinstance(name, str) or not name.strip() or len(name) > 255:
         raise exception.Invalid(reason='name must be 1-255 characters, '
@@ -97,12 +136,14 @@ class Flows:
     # --- create and build -----------------------------------------------------
 
     def create(self, ctx, *, name, flavor, image_ref, policies,
-               reservation_id=None):
+               reservation_id=None, attributes=None):
         validate_name(name)
+        attributes = _create_attributes(attributes,
+                                        self.conf.quota.metadata_items)
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
-        chosen = flavors.get(self.conf, flavor)
+        chosen = flavors.get(self.conf, self.db, flavor, ctx)
         validate_policies(policies)
         values = {
             'name': name, 'project_id': ctx.project_id or '',
@@ -114,6 +155,7 @@ class Flows:
             'crash_policy': policies.get('crash',
                                          self.conf.conductor.default_crash),
         }
+        values.update(attributes)
         inst, task_ctx = self.gateway.create(ctx, values)
         # Created at the scheduling step: no progress call of its own; the
         # answer is the row as this conductor left it (no read-back).
@@ -177,7 +219,7 @@ class Flows:
             raise exception.Forbidden(action='%s (admin only)' % action)
         validate_params(action, params)
         inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
-        prepared = self._prepare(inst, action, params)
+        prepared = self._prepare(ctx, inst, action, params)
         self._check_host_up(inst, action)
         TABLE.refuse_if_denied(inst, action)
         if action in images.WRITES:
@@ -203,11 +245,12 @@ class Flows:
             after['image_id'] = prepared['image_id']
         return after
 
-    def _prepare(self, inst, action, params):
-        """Turn request parameters into what the agent needs."""
+    def _prepare(self, ctx, inst, action, params):
+        """Turn request parameters into what the agent needs (a resize's
+        flavor: one ``ctx`` may use, as for a build)."""
         prepared = dict(params)
         if action == 'resize':
-            new = flavors.get(self.conf, params['flavor'])
+            new = flavors.get(self.conf, self.db, params['flavor'], ctx)
             if new.name == inst['flavor_name']:
                 raise exception.Invalid(reason='instance %s already has '
                                         'flavor %s' % (inst['uuid'], new.name))
@@ -227,11 +270,15 @@ class Flows:
         except exception.HostNotFound:
             host = {'last_heartbeat': None}
         beat = host['last_heartbeat']
-        if beat is None or beat < self.scheduler.alive_since():
+        if (beat is None or beat < self.scheduler.alive_since()
+                or host.get('forced_down')):
             raise exception.ServiceUnavailable(
-                reason='the agent of host %s, where instance %s runs, missed '
-                       'its heartbeats; %s cannot run now (delete still can)'
-                       % (inst['host'], inst['uuid'], action))
+                reason='the agent of host %s, where instance %s runs, %s; '
+                       '%s cannot run now (delete still can)'
+                       % (inst['host'], inst['uuid'],
+                          'was forced down by an admin'
+                          if host.get('forced_down') else
+                          'missed its heartbeats', action))
 
     def _allocate(self, task_ctx, inst, action, params):
         """Resources a resize or migration needs before the agent starts."""
@@ -266,6 +313,29 @@ class Flows:
         return self.db.set_policies(instance_uuid,
                                     user_shutdown=policies.get('user_shutdown'),
                                     crash=policies.get('crash'))
+
+    def update_attributes(self, ctx, instance_uuid, changes):
+        """Name, description, user metadata, tags or the lock of one
+        instance (common/db/attributes.py); no task, so it never waits
+        for one. The owner check and the lock's run on the row the change
+        reads; unlocking what an admin locked takes an admin."""
+        if 'name' in changes:
+            validate_name(changes['name'])
+
+        def check(inst):
+            gw.check_owner(ctx, inst)
+            actions.refuse_if_locked(inst, ctx, _locking_name(changes))
+            lock = changes.get('lock')
+            if (lock and not lock['locked'] and not ctx.is_admin
+                    and inst.get('locked_by') == 'admin'):
+                raise exception.Forbidden(
+                    action='unlocking a server an admin locked (admin only)')
+        before, after = self.db.update_attributes(
+            instance_uuid, changes, check=check,
+            metadata_items=self.conf.quota.metadata_items)
+        if 'name' in changes:
+            self.gateway.notify_renamed(ctx, before, after)
+        return after
 
     def rename(self, ctx, instance_uuid, name):
         """A new display name; no task, so it never waits for one."""

@@ -54,10 +54,11 @@ class ConductorManager:
 
     @_expected
     def create_instance(self, ctx, name, flavor, image_ref, policies,
-                        reservation_id=None):
+                        reservation_id=None, attributes=None):
         return self.flows.create(ctx, name=name, flavor=flavor,
                                  image_ref=image_ref, policies=policies,
-                                 reservation_id=reservation_id)
+                                 reservation_id=reservation_id,
+                                 attributes=attributes)
 
     @_expected
     def run_action(self, ctx, instance_uuid, action, params):
@@ -94,6 +95,10 @@ class ConductorManager:
         return self.flows.update_policies(ctx, instance_uuid, policies)
 
     @_expected
+    def update_attributes(self, ctx, instance_uuid, changes):
+        return self.flows.update_attributes(ctx, instance_uuid, changes)
+
+    @_expected
     def rename_instance(self, ctx, instance_uuid, name):
         return self.flows.rename(ctx, instance_uuid, name)
 
@@ -113,8 +118,8 @@ class ConductorManager:
         if not ctx.is_admin:
             raise exception.Forbidden(action='listing hosts (admin only)')
         alive_since = self.flows.scheduler.alive_since()
-        return [dict(h, up=bool(h['last_heartbeat'] and
-                                h['last_heartbeat'] >= alive_since))
+        return [dict(h, up=bool(h['last_heartbeat'] and not h['forced_down']
+                                and h['last_heartbeat'] >= alive_since))
                 for h in self.db.list_hosts()]
 
     @_expected
@@ -134,6 +139,13 @@ class ConductorManager:
     def tenant_usage(self, ctx, start, end, project_id=None):
         return accounts.tenant_usage(self.db, ctx, start=start, end=end,
                                      project_id=project_id)
+
+    @_expected
+    def tenant_usage_page(self, ctx, start, end, project_id=None,
+                          marker=None, limit=None):
+        return accounts.tenant_usage_page(
+            self.db, ctx, start=start, end=end, project_id=project_id,
+            marker=marker, limit=limit)
 
     # --- agents --------------------------------------------------------------------
 

@@ -37,6 +37,11 @@ Version history:
   is the user's mistake (an image missing, not active or corrupt), kept in
   the action log and shown as the server's fault code; capped below 1.7
   it is not sent and the fault is a 500.
+* 1.8 - update_attributes (API tier: a server's name, description, user
+  metadata, tags and lock, common/db/attributes.py); create_instance takes
+  ``attributes`` (description, user metadata, tags, the boot request's
+  reservation id and launch index); tenant_usage_page (API tier: Nova's
+  usage paging from 2.40, ``marker``/``limit`` over instances).
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -48,7 +53,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.7'
+VERSION = '1.8'
 BASE_VERSION = '1.0'
 
 
@@ -101,11 +106,20 @@ class ConductorAPI:
     # --- API tier --------------------------------------------------------------
 
     def create_instance(self, ctx, *, name, flavor, image_ref, policies=None,
-                        reservation_id=None):
+                        reservation_id=None, attributes=None):
         kwargs = {}
         if reservation_id is not None:      # 1.1; a 1.0 call has no such key
             self._need('1.1', 'scheduling on a reservation')
             kwargs = {'version': '1.1', 'reservation_id': reservation_id}
+        if attributes and not self.client.can_send_version('1.8') and (
+                set(attributes) <= {'boot_reservation_id', 'launch_index'}
+                and not attributes.get('launch_index')):
+            attributes = None   # one server: a conductor before 1.8 keeps
+            #                     no reservation id, and nothing else is lost
+        if attributes:                      # 1.8
+            self._need('1.8', 'a server\'s description, metadata, tags or '
+                       'min_count/max_count')
+            kwargs.update(version='1.8', attributes=attributes)
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)
@@ -180,6 +194,13 @@ class ConductorAPI:
         return self._call(ctx, 'rename_instance', version='1.3',
                           instance_uuid=instance_uuid, name=name)
 
+    def update_attributes(self, ctx, instance_uuid, changes):
+        """1.8: change a server's name, description, user metadata, tags
+        or lock (see common/db/attributes.py for ``changes``)."""
+        self._need('1.8', 'changing a server\'s metadata, tags or lock')
+        return self._call(ctx, 'update_attributes', version='1.8',
+                          instance_uuid=instance_uuid, changes=changes)
+
     def reset_state(self, ctx, instance_uuid, state):
         return self._call(ctx, 'reset_state', instance_uuid=instance_uuid,
                           state=state)
@@ -199,8 +220,23 @@ class ConductorAPI:
         return gateway.check_owner(ctx,
                                    self.statedb.get_instance(instance_uuid))
 
-    def list_instances(self, ctx, *, all_projects=False):
-        return self._call(ctx, 'list_instances', all_projects=all_projects)
+    def list_instances(self, ctx, *, all_projects=False,
+                       include_deleted=False):
+        """``include_deleted``: hard-deleted instances too, read here
+        (with database access only: the API tier's Nova ``deleted`` and
+        ``changes-since`` listings)."""
+        if not include_deleted:
+            return self._call(ctx, 'list_instances',
+                              all_projects=all_projects)
+        if self.statedb is None:
+            raise exception.Invalid(
+                reason='listing deleted servers needs database access')
+        if all_projects and not ctx.is_admin:
+            raise exception.Forbidden(
+                action='listing all projects (admin only)')
+        return self.statedb.list_instances(
+            project_id=None if all_projects else ctx.project_id,
+            include_deleted=True)
 
     def list_hosts(self, ctx):
         return self._call(ctx, 'list_hosts')
@@ -225,6 +261,15 @@ class ConductorAPI:
         self._need('1.2', 'usage reports')
         return self._call(ctx, 'tenant_usage', version='1.2', start=start,
                           end=end, project_id=project_id)
+
+    def tenant_usage_page(self, ctx, *, start, end, project_id=None,
+                          marker=None, limit=None):
+        """``{'usages': {...}, 'more': bool}``: one page of instances
+        (1.8)."""
+        self._need('1.8', 'paged usage reports')
+        return self._call(ctx, 'tenant_usage_page', version='1.8',
+                          start=start, end=end, project_id=project_id,
+                          marker=marker, limit=limit)
 
     # --- agents ----------------------------------------------------------------
 

@@ -16,23 +16,23 @@ class ListHosts(lister.Lister):
         hosts = self.app.client.get('/os-hypervisors/detail')['hypervisors']
         fields = ('Host', 'State', 'Status', 'vCPUs', 'RAM MiB', 'Disk GiB',
                   'Instances', 'Oper States', 'Last Heartbeat')
-        # at Tristate's microversion the usage is in tristate:usage (Nova's
-        # usage keys are gone from 2.88)
+        # from 2.88 (Nova) the capacity is in tristate:capacity (2.101)
+        caps = [h.get('tristate:capacity', h) for h in hosts]
         rows = [(h['hypervisor_hostname'], h['state'], h['status'],
-                 columns.Usage((u['vcpus_used'], u['vcpus'])),
-                 columns.Usage((u['memory_mb_used'], u['memory_mb'])),
-                 columns.Usage((u['local_gb_used'], u['local_gb'])),
-                 u['running_vms'], columns.Counts(h['tristate:oper_states']),
+                 columns.Usage((c['vcpus_used'], c['vcpus'])),
+                 columns.Usage((c['memory_mb_used'], c['memory_mb'])),
+                 columns.Usage((c['local_gb_used'], c['local_gb'])),
+                 c['running_vms'], columns.Counts(h['tristate:oper_states']),
                  h['tristate:last_heartbeat'])
-                for h, u in ((h, h['tristate:usage']) for h in hosts)]
+                for h, c in zip(hosts, caps, strict=True)]
         return fields, rows
 
 
 class ListFlavors(lister.Lister):
-    """Flavors servers can be created with (from the controller's config)."""
+    """Flavors servers can be created with (the flavors API's)."""
 
     def take_action(self, parsed_args):
-        flavors = self.app.client.get('/flavors/detail')['flavors']
+        flavors = self.app.client.get('/flavors/detail?sort_key=memory_mb')['flavors']
         fields = ('Name', 'vCPUs', 'RAM MiB', 'Disk GiB')
         return fields, [(f['name'], f['vcpus'], f['ram'], f['disk'])
                         for f in flavors]
@@ -64,11 +64,10 @@ class ListHypervisors(lister.Lister):
             row = (h['id'], h['hypervisor_hostname'], h['hypervisor_type'],
                    h['state'], h['status'])
             if parsed_args.long:
-                u = h['tristate:usage']     # Nova's keys are gone at 2.88
-                row += (columns.Usage((u['vcpus_used'], u['vcpus'])),
-                        columns.Usage((u['memory_mb_used'], u['memory_mb'])),
-                        columns.Usage((u['local_gb_used'], u['local_gb'])),
-                        u['running_vms'])
+                row += (columns.Usage((h['vcpus_used'], h['vcpus'])),
+                        columns.Usage((h['memory_mb_used'], h['memory_mb'])),
+                        columns.Usage((h['local_gb_used'], h['local_gb'])),
+                        h['running_vms'])
             rows.append(row)
         return fields, rows
 

@@ -394,6 +394,16 @@ ACTIONS = (
                'clear any task.',
                lambda a: {'os-resetState': {'state': a.state}},
                (_arg('--state', required=True, choices=('active', 'error')),)),
+    ActionSpec('lock', 'Lock: only an admin may change the server until '
+               'it is unlocked (--reason needs microversion 2.73).',
+               lambda a: {'lock': {'locked_reason': a.reason}
+                          if a.reason else None},
+               (_arg('--reason'),)),
+    ActionSpec('unlock', 'Unlock a locked server.', _empty('unlock')),
+    ActionSpec('console-log', 'Read the console log (none is kept yet: '
+               'Nova\'s 404).',
+               lambda a: {'os-getConsoleOutput': {'length': a.length}},
+               (_arg('--length', type=int),)),
 )
 
 

@@ -17,6 +17,7 @@ missing one means now.
 """
 
 import datetime
+from urllib import parse as urlparse
 
 import flask
 from oslo_utils import strutils
@@ -43,6 +44,9 @@ UPDATE_QUOTA_SET = {
     'required': ['quota_set'],
     'additionalProperties': False,
 }
+# Nova pages usage over instances from 2.40 (marker, limit, *_links).
+PAGED = microversion.APIVersion(2, 40)
+PAGE_LIMIT = {'type': 'string', 'pattern': '^[0-9]+$', 'maxLength': 9}
 TIME_FORMATS = ('%Y-%m-%dT%H:%M:%S', '%Y-%m-%dT%H:%M:%S.%f',
                 '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%d %H:%M:%S')
 
@@ -120,14 +124,47 @@ def _time(name):
 
 
 def _usages(project_id):
+    """{project: usage}, and the links to the next page (Nova's paging
+    over instances from 2.40: ``marker`` and ``limit``)."""
     start, end = _time('start'), _time('end')
     if start > end:
         raise exception.Invalid('Invalid start time. The start time %s '
                                 'cannot occur after the end time %s.'
                                 % (start.isoformat(), end.isoformat()))
-    return request.services().client.tenant_usage(
-        request.context(), start=start.isoformat(), end=end.isoformat(),
-        project_id=project_id)
+    client, ctx = request.services().client, request.context()
+    if request.version() < PAGED:
+        return client.tenant_usage(ctx, start=start.isoformat(),
+                                   end=end.isoformat(),
+                                   project_id=project_id), []
+    marker, limit = _paging()
+    found = client.tenant_usage_page(
+        ctx, start=start.isoformat(), end=end.isoformat(),
+        project_id=project_id, marker=marker, limit=limit)
+    links = []
+    last = found.get('last')
+    if found['more'] and last:
+        links.append({'rel': 'next', 'href': _next_link(project_id, last,
+                                                        limit)})
+    return found['usages'], links
+
+
+def _paging():
+    args = flask.request.args
+    max_limit = request.services().conf.api.max_limit
+    limit = args.get('limit')
+    if limit is not None:
+        schemas.validate(PAGE_LIMIT, limit)
+        limit = int(limit)
+    return args.get('marker') or None, min(limit or max_limit, max_limit)
+
+
+def _next_link(project_id, marker, limit):
+    query = [(k, v) for k, v in flask.request.args.items(multi=True)
+             if k not in ('marker', 'limit')]
+    query += [('limit', str(limit)), ('marker', marker)]
+    path = ['os-simple-tenant-usage'] + ([project_id] if project_id else [])
+    return '%s?%s' % (request.links().href(*path),
+                      urlparse.urlencode(sorted(query)))
 
 
 @bp.get('/os-simple-tenant-usage')
@@ -135,17 +172,27 @@ def usage_index():
     request.authorize('tristate:usage:index')
     detailed = strutils.bool_from_string(
         flask.request.args.get('detailed', '0'))
-    found = _usages(None)
+    found, links = _usages(None)
     bodies = []
-    for project in sorted(found):
+    # From 2.40 in the page's order (the last project holds the page's
+    # last instance: the marker clients take); before, by project.
+    for project in (found if links or request.version() >= PAGED
+                    else sorted(found)):
         body = found[project]
         if not detailed:
             body.pop('server_usages')
         bodies.append(body)
-    return {'tenant_usages': bodies}
+    out = {'tenant_usages': bodies}
+    if links:
+        out['tenant_usages_links'] = links
+    return out
 
 
 @bp.get('/os-simple-tenant-usage/<project_id>')
 def usage_show(project_id):
     request.authorize('tristate:usage:show', {'project_id': project_id})
-    return {'tenant_usage': _usages(project_id).get(project_id, {})}
+    found, links = _usages(project_id)
+    out = {'tenant_usage': found.get(project_id, {})}
+    if links:
+        out['tenant_usage_links'] = links
+    return out

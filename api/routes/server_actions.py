@@ -1,5 +1,5 @@
-"""``/servers/{id}/action``, ``/servers/{id}/os-instance-actions`` and
-``/servers/{id}/metadata`` (the per-instance reconcile policies)."""
+"""``/servers/{id}/action`` and ``/servers/{id}/os-instance-actions``
+(metadata, tags and the password: :mod:`api.routes.server_attrs`)."""
 
 import flask
 
@@ -9,6 +9,7 @@ from api import request
 from api import schemas
 from api import snapshotimage
 from api import views
+from api.routes import server_attrs
 from api.routes import servers
 from common import actions as table
 from common import exception
@@ -18,6 +19,8 @@ bp = flask.Blueprint('server_actions', __name__,
 
 TASK_ID_HEADER = request.TASK_ID_HEADER
 TABLE = table.TABLE
+LOCK_REASON = microversion.APIVersion(2, 73)
+DESCRIPTION = microversion.APIVersion(2, 19)
 
 
 # --- actions ---------------------------------------------------------------------
@@ -46,6 +49,13 @@ def action(server_id):
     inst = request.get_server(server_id,
                               rule='tristate:servers:action:%s' % name)
     client, ctx = request.services().client, request.context()
+    if spec.kind == actions.LOCK:
+        return _lock(inst, params)
+    if spec.kind == actions.CONSOLE:
+        return _console_output(inst)
+    table.refuse_if_locked(inst, ctx, name)
+    if name == 'rebuild':
+        changes = _rebuild_changes(body)
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
@@ -63,11 +73,79 @@ def action(server_id):
         conf = request.services().conf
         with snapshotimage.queued(conf, ctx, inst, name, params) as params:
             after = client.run_action(ctx, server_id, name, params)
+    if name == 'rebuild' and changes:
+        after = _rebuild_attributes(inst, changes, after)
     resp = _answer(spec, params, after)
     started = after.get('started_task_id') or after.get('task_id')
     if started:
         resp.headers[TASK_ID_HEADER] = started
     return resp
+
+
+def _lock(inst, params):
+    """Nova's lock and unlock: 202, no body; who locked it is the
+    owner, or an admin of another project."""
+    ctx = request.context()
+    if params.get('reason') is not None and request.version() < LOCK_REASON:
+        raise exception.Invalid(
+            'Invalid input for field/attribute lock.locked_reason. Value: '
+            '%r. Additional '
+            "properties are not allowed ('locked_reason' was unexpected "
+            'below microversion 2.73)' % params['reason'])
+    if params['locked']:
+        params = dict(params, by='owner' if ctx.project_id == inst[
+            'project_id'] else 'admin')
+    request.services().client.update_attributes(ctx, inst['uuid'],
+                                                {'lock': params})
+    return request.no_content(202)
+
+
+def _console_output(inst):
+    """Nova's answer when the driver keeps no console log for the
+    guest: 404 ``Guest does not have a console available.`` (Tristate's
+    drivers keep none yet: the guest-access issue builds it)."""
+    raise exception.NotFound('Guest does not have a console available.')
+
+
+def _rebuild_changes(body):
+    """What a rebuild changes besides the image: its name, description
+    (2.19) and metadata (all of it replaced, as Nova); checked before the
+    claim. ``adminPass`` is refused: the rebuilt guest has no agent."""
+    if 'adminPass' in body:
+        raise exception.Invalid(
+            'Invalid input for field/attribute rebuild.adminPass: setting '
+            'a password at rebuild is not supported (the rebuilt guest has '
+            'no agent to take it yet; use changePassword once it runs)')
+    if 'description' in body and request.version() < DESCRIPTION:
+        raise exception.Invalid(
+            "Invalid input for field/attribute rebuild.description. "
+            "Additional properties are not allowed ('description' was "
+            "unexpected: it needs microversion 2.19 or later)")
+    limit = request.services().conf.quota.metadata_items
+    user = [k for k in body.get('metadata', {})
+            if k not in views.POLICY_KEYS.values()]
+    if 0 <= limit < len(user):
+        raise exception.QuotaExceeded(
+            'Quota exceeded for metadata_items: Requested %d, but the limit '
+            'is %d. Maximum number of metadata items exceeds %d'
+            % (len(user), limit, limit))
+    return {k: body[k] for k in ('name', 'description', 'metadata')
+            if k in body}
+
+
+def _rebuild_attributes(inst, changes, after):
+    """The claimed rebuild's new name, description and metadata."""
+    if 'metadata' in changes:
+        server_attrs.write_metadata(inst['uuid'], changes.pop('metadata'),
+                                    replace=True)
+    if changes:
+        request.services().client.update_attributes(
+            request.context(), inst['uuid'], changes)
+    fresh = request.services().client.get_instance(request.context(),
+                                                   inst['uuid'])
+    return dict(after, **{k: fresh.get(k) for k in (
+        'name', 'description', 'metadata', 'user_shutdown_policy',
+        'crash_policy', 'updated_at')})
 
 
 def _rescue_password(client, params):
@@ -167,57 +245,3 @@ def instance_action(server_id, request_id):
             show_host=full and version >= microversion.EVENT_HOST)
             for e in tasks]
     return {'instanceAction': action}
-
-
-# --- metadata: the reconcile policies ---------------------------------------------
-
-def _policy_name(key):
-    for name, meta_key in views.POLICY_KEYS.items():
-        if meta_key == key:
-            return name
-    raise exception.Invalid(
-        'Unsupported metadata key %r: the metadata of a server holds its '
-        'reconcile policies only, %s' % (
-            key, ', '.join(sorted(views.POLICY_KEYS.values()))))
-
-
-def _update(server_id, metadata):
-    inst = request.get_server(server_id,
-                              rule='tristate:servers:metadata:update')
-    policies = {_policy_name(k): v for k, v in metadata.items()}
-    if not policies:
-        return inst
-    return request.services().client.update_policies(
-        request.context(), inst['uuid'], policies)
-
-
-@bp.get('/metadata')
-def metadata(server_id):
-    inst = request.get_server(server_id,
-                              rule='tristate:servers:metadata:show')
-    return {'metadata': views.metadata(inst)}
-
-
-@bp.get('/metadata/<key>')
-def metadata_item(server_id, key):
-    inst = request.get_server(server_id,
-                              rule='tristate:servers:metadata:show')
-    meta = views.metadata(inst)
-    if key not in meta:
-        raise exception.NotFound('Metadata item %s was not found.' % key)
-    return {'meta': {key: meta[key]}}
-
-
-@bp.route('/metadata', methods=['POST', 'PUT'])
-def update_metadata(server_id):
-    body = request.json_body(schemas.UPDATE_METADATA)
-    after = _update(server_id, body['metadata'])
-    return {'metadata': views.metadata(after)}
-
-
-@bp.put('/metadata/<key>')
-def set_metadata_item(server_id, key):
-    _policy_name(key)
-    body = request.json_body(schemas.set_metadata_item(key))
-    after = _update(server_id, body['meta'])
-    return {'meta': {key: views.metadata(after)[key]}}

@@ -10,12 +10,16 @@ from oslo_utils import timeutils
 
 from api import actions
 from api import microversion
+from api import multicreate
 from api import patterns
 from api import request
 from api import schemas
+from api import server_filters
 from api import status
 from api import views
+from common import actions as table
 from common import exception
+from common import flavors
 from common import states
 from common.states import vm
 
@@ -119,21 +123,6 @@ def _changes(query):
     return checks
 
 
-def _not_deleted(query):
-    """Tristate lists no deleted server: ``deleted=true`` (and vm_state
-    ``deleted``) are refused, never ignored."""
-    wanted = [s.lower() for s in query.get('vm_state', ())]
-    deleted = 'deleted' in wanted or vm.HARD_DELETED in wanted
-    if deleted and not request.context().is_admin:
-        raise exception.Forbidden(
-            action='listing deleted instances (admin only)')
-    if deleted or strutils.bool_from_string(
-            query.get('deleted', ['false'])[-1], default=False):
-        raise exception.Invalid(
-            'deleted: listing deleted servers is not supported (Tristate '
-            'keeps no listing of hard-deleted servers)')
-
-
 # The filters Tristate honours: the instance's column each one matches
 # (the last value sent), or None for those handled on their own.
 _EXACT = {'host': 'host', 'node': 'host', 'flavor': 'flavor_name',
@@ -142,7 +131,11 @@ _EXACT = {'host': 'host', 'node': 'host', 'flavor': 'flavor_name',
           'user_id': 'user_id', 'uuid': 'uuid'}
 _HONOURED = frozenset(_EXACT) | {
     'status', 'name', 'vm_state', 'deleted', 'changes-since',
-    'changes-before', 'all_tenants', 'limit', 'marker'}
+    'changes-before', 'all_tenants', 'limit', 'marker', 'sort_key',
+    'sort_dir', 'tags', 'tags-any', 'not-tags', 'not-tags-any', 'locked',
+    'reservation_id', 'launch_index'}
+# Refused until the issue that builds what they filter on lands.
+_NETWORKING = ('ip', 'ip6')
 
 
 def _exact(column, value):
@@ -152,12 +145,17 @@ def _exact(column, value):
 def _filters(query, version):
     """Predicates on (instance, body) for the filters of ``query``; a
     filter of Nova's that Tristate cannot honour is a 400."""
+    for name in _NETWORKING:
+        if name in query:
+            raise exception.Invalid(
+                '%s: filtering servers by IP address is not supported until '
+                'guest networking (issue 23): servers have no addresses yet'
+                % name)
     refused = sorted(k for k in query
                      if k in _NOVA_PARAMS and k not in _HONOURED)
     if refused:
         raise exception.Invalid('%s: filtering servers by %s is not '
                                 'supported' % (refused[0], refused[0]))
-    _not_deleted(query)
     checks = [_exact(column, query[name][-1])
               for name, column in _EXACT.items() if name in query]
     if 'status' in query:
@@ -165,8 +163,12 @@ def _filters(query, version):
         checks.append(lambda inst, body: body['status'] in wanted)
     if 'vm_state' in query:
         states_ = {s.lower() for s in query['vm_state']}
+        if 'deleted' in states_:
+            states_.add(vm.HARD_DELETED)
         checks.append(lambda inst, body: status.shown_vm_state(
             inst['vm_state'], version) in states_)
+    checks += (server_filters.tags(query) + server_filters.locked(query)
+               + server_filters.by_boot(query))
     if query.get('name', [''])[-1]:
         pattern = patterns.compile_filter('name', query['name'][-1])
         checks.append(lambda inst, body: pattern.search(body['name']))
@@ -216,16 +218,18 @@ def _list(detail):
     args = flask.request.args
     request.authorize('tristate:servers:index')
     query = _query(args, request.version())
-    checks = _filters(query, request.version())
+    deleted = server_filters.deleted(query)
+    checks = _filters(query, request.version()) + server_filters.deleted_check(
+        deleted)
     all_projects = _all_tenants(query)
     if all_projects:
         request.authorize('tristate:servers:index:all_tenants')
     svc = request.services()
     insts = svc.client.list_instances(request.context(),
-                                      all_projects=all_projects)
-    # Nova lists newest first.
-    insts = sorted(insts, key=lambda i: (str(i['created_at']), i['uuid']),
-                   reverse=True)
+                                      all_projects=all_projects,
+                                      include_deleted=bool(deleted))
+    # Nova lists newest first, unless sort_key says otherwise.
+    insts = server_filters.sort(insts, query)
     up = request.hosts_up()
     bodies = [b for i, b in ((i, request.server_body(i, up, kind=views.LIST))
                            for i in insts)
@@ -274,23 +278,77 @@ def show(server_id):
 def update(server_id):
     """Rename: Nova's ``PUT /servers/{id}``, answered with the server."""
     body = request.json_body(schemas.UPDATE_SERVER)['server']
+    _attributes({k: v for k, v in body.items() if k == 'description'})
     inst = request.get_server(server_id, rule='tristate:servers:update')
-    if 'name' in body and body['name'] != inst['name']:
+    if 'description' in body:
+        changes = {k: body[k] for k in ('name', 'description') if k in body}
+        inst = request.services().client.update_attributes(
+            request.context(), inst['uuid'], changes)
+    elif 'name' in body and body['name'] != inst['name']:
         inst = request.services().client.rename_instance(
             request.context(), inst['uuid'], name=body['name'])
     return {'server': request.server_body(inst, fault=_fault(inst),
                                           kind=views.UPDATE)}
 
 
+# The one block device mapping Tristate makes: the image's root disk.
+_ROOT_DISK = {'source_type': ('image',), 'destination_type': ('local',),
+              'boot_index': (0, '0'),
+              'delete_on_termination': (True, 'true', 'True')}
+_OPTIONAL = frozenset({'delete_on_termination'})
+
+
+def _mapping_refused(index, mapping):
+    wrong = sorted(k for k, ok in _ROOT_DISK.items()
+                   if mapping.get(k, ok[0]) not in ok
+                   or (k not in _OPTIONAL and k not in mapping))
+    extra = sorted(set(mapping) - set(_ROOT_DISK) - {'uuid'})
+    if 'uuid' not in mapping or wrong or extra or index:
+        shown = (wrong + extra)[:1] or ['uuid' if 'uuid' not in mapping
+                                        else 'boot_index']
+        return exception.Invalid(
+            'Invalid input for field/attribute server.block_device_mapping_'
+            'v2.%d.%s. Value: %s. Not supported: Tristate boots from imageRef '
+            "onto the host's local disk only (one mapping: uuid imageRef, "
+            'source_type image, destination_type local, boot_index 0); '
+            'volumes, blank, swap and ephemeral disks are not supported'
+            % (index, shown[0], mapping.get(shown[0])))
+    return None
+
+
 def _check_root_disk(body, image_ref):
-    """The root disk's mapping (openstackclient's), if any, is imageRef's."""
-    for mapping in body.get('block_device_mapping_v2', ()):
+    """The root disk's mapping (openstackclient's), if any, is imageRef's;
+    any other mapping is refused as not supported."""
+    for index, mapping in enumerate(body.get('block_device_mapping_v2', ())):
+        refused = _mapping_refused(index, mapping)
+        if refused is not None:
+            raise refused
         if actions.ref(mapping['uuid']) != image_ref:
             raise exception.Invalid(
                 'Invalid input for field/attribute server.'
                 'block_device_mapping_v2.0.uuid. Value: %s. The root disk '
                 'is the image imageRef names (%s): Tristate boots from '
                 'that image only' % (mapping['uuid'], image_ref))
+
+
+# Fields of POST /servers from the microversion Nova adds them.
+_SINCE = {'description': microversion.APIVersion(2, 19),
+          'tags': microversion.APIVersion(2, 52)}
+
+
+def _attributes(body):
+    """The new server's description, user metadata and tags."""
+    for field, since in _SINCE.items():
+        if field in body and request.version() < since:
+            raise exception.Invalid(
+                "Invalid input for field/attribute server.%s. Additional "
+                "properties are not allowed ('%s' was unexpected: it needs "
+                "microversion %s or later)" % (field, field, since))
+    meta = {k: v for k, v in body.get('metadata', {}).items()
+            if k not in views.POLICY_KEYS.values()}
+    found = {'metadata': meta} if meta else {}
+    found.update({k: body[k] for k in ('description', 'tags') if k in body})
+    return found
 
 
 @bp.post('', strict_slashes=False)
@@ -305,11 +363,28 @@ def create():
     flavor, image_ref = actions.ref(body['flavorRef']), actions.ref(
         body['imageRef'])
     _check_root_disk(body, image_ref)
+    low, high = multicreate.counts(body)
     request.boot_image(image_ref, flavor)
-    inst = request.services().client.create_instance(
-        request.context(), name=body['name'], flavor=flavor,
-        image_ref=image_ref, policies=policies,
-        **({'reservation_id': reservation} if reservation else {}))
+    attributes = dict(_attributes(body),
+                      boot_reservation_id=multicreate.reservation_id())
+
+    def create_one(name, launch_index):
+        return request.services().client.create_instance(
+            request.context(), name=name, flavor=flavor,
+            image_ref=image_ref, policies=policies,
+            attributes=dict(attributes, launch_index=launch_index),
+            **({'reservation_id': reservation} if reservation else {}))
+    made = multicreate.create(
+        name=body['name'], low=low, high=high, create_one=create_one,
+        flavor=flavors.get(request.services().conf,
+                           request.services().client.statedb, flavor,
+                           request.context()))
+    if strutils.bool_from_string(body.get('return_reservation_id', False)):
+        resp = flask.jsonify(
+            {'reservation_id': attributes['boot_reservation_id']})
+        resp.status_code = 202
+        return resp
+    inst = made[0]
     out = views.created_server(inst, request.links())
     resp = flask.jsonify({'server': out})
     resp.status_code = 202
@@ -334,5 +409,6 @@ def hard_delete(server_id):
             raise exception.InstanceNotFound(instance=server_id)
         request.authorize('tristate:servers:delete',
                           {'project_id': inst['project_id']})
+        table.refuse_if_locked(inst, request.context(), 'delete')
     return request.services().client.delete_instance(
         request.context(), server_id, check=allowed)

@@ -4,7 +4,8 @@
     tristate-manage [--config-file F] host enable NAME
     tristate-manage [--config-file F] host disable NAME [--reason TEXT]
 
-A disabled host takes no new build or move (what runs there stays); with
+A disabled host takes no new build or move (what runs there stays); a host
+forced down (``PUT /os-services``, admins) is shown as such; with
 ``[scheduler] enable_new_hosts = false`` every host registers disabled at
 its agent's first heartbeat and waits here for an admin.
 """
@@ -24,8 +25,10 @@ def _with_db(conf, fn):
 
 def _list(conf):
     hosts = _with_db(conf, lambda statedb: statedb.list_hosts())
-    header = ('host', 'enabled', 'last heartbeat (UTC)', 'disabled reason')
+    header = ('host', 'enabled', 'forced down', 'last heartbeat (UTC)',
+              'disabled reason')
     rows = [(h['name'], 'yes' if h['enabled'] else 'NO',
+             'YES' if h['forced_down'] else 'no',
              h['last_heartbeat'].isoformat(sep=' ', timespec='seconds')
              if h['last_heartbeat'] else '-', h['disabled_reason'] or '')
             for h in hosts]

@@ -44,9 +44,14 @@ opts = [
     cfg.ListOpt('flavors',
                 default=['tiny:1:512:1', 'small:1:2048:20',
                          'medium:2:4096:40', 'large:4:8192:80'],
-                help='Flavors instances can be built with, each '
-                     'NAME:VCPUS:MEMORY_MB:DISK_GB. Default: tiny 1/512/1, '
-                     'small 1/2048/20, medium 2/4096/40, large 4/8192/80.'),
+                help='Flavors inserted into the database (id = NAME) the '
+                     'first time a process reads flavors, each once: a '
+                     'flavor an admin deleted through DELETE /flavors is '
+                     'not inserted again, and one changed here is not '
+                     'changed there (manage them with the flavors API). '
+                     'Each NAME:VCPUS:MEMORY_MB:DISK_GB. Default: tiny '
+                     '1/512/1, small 1/2048/20, medium 2/4096/40, large '
+                     '4/8192/80.'),
     cfg.StrOpt('default_user_shutdown', default='stop',
                choices=['stop', 'restart', 'delete'],
                help='user_shutdown policy of new instances that do not set '

@@ -46,6 +46,11 @@ opts = [
            'Hours one lease of a project may last, from its start '
            'to its end (Blazar\'s max_lease_duration). Range >= '
            '-1; default -1.'),
+    cfg.IntOpt('metadata_items', default=128, min=-1,
+               help='User metadata items (key/value pairs) one server may '
+                    'have; more is refused with Nova\'s 403. Range >= -1; '
+                    'default 128 (Nova\'s); -1 means unlimited, 0 that a '
+                    'server may have none. Not settable per project yet.'),
     cfg.BoolOpt('count_pending', default=True,
                 help='Whether an idle PENDING or ERROR instance (a build '
                      'that found no host or failed) keeps counting against '

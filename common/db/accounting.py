@@ -6,6 +6,7 @@ follow an instance's state are made in that state change's transaction
 
 from common import exception
 from common.db import lease_hosts
+from common.db import quota_classes
 from common.db import quotas
 from common.db import services
 from common.db import usage
@@ -41,7 +42,7 @@ class AccountingMixin:
     def get_quotas(self, project_id):
         """{"defaults", "limits", "usage"}: each {resource: number}."""
         def txn(conn):
-            return {'defaults': dict(self.quota.defaults),
+            return {'defaults': quotas.defaults(conn, self.quota),
                     'limits': quotas.limits(conn, project_id, self.quota),
                     'usage': dict(quotas.usage(conn, project_id),
                                   **lease_hosts.quota_usage(conn,
@@ -66,14 +67,47 @@ class AccountingMixin:
         self.db.transaction(txn)
         return self.get_quotas(project_id)
 
+    def get_quota_class(self, class_name, settings=None):
+        """{resource: limit} of the quota class (Nova's resources too);
+        ``settings``: the [quota] options (default: this StateDB's)."""
+        settings = settings or self.quota
+        return self.db.transaction(
+            lambda conn: quota_classes.values(conn, class_name, settings),
+            readonly=True)
+
+    def set_quota_class(self, class_name, values, settings=None):
+        """Store the class's ``values`` (whole numbers >= -1)."""
+        def txn(conn):
+            quota_classes.store(conn, class_name, values, self.clock())
+        self.db.transaction(txn)
+        return self.get_quota_class(class_name, settings)
+
     # --- usage for billing --------------------------------------------------------
 
     def tenant_usage(self, *, start, end, project_id=None):
         """{project_id: Nova's tenant usage} between ``start`` and ``end``."""
+        return self.tenant_usage_page(start=start, end=end,
+                                      project_id=project_id)['usage']
+
+    def tenant_usage_page(self, *, start, end, project_id=None, marker=None,
+                          limit=None):
+        """``{'usage', 'more', 'last'}``: :meth:`tenant_usage` of one
+        page of instances (:func:`common.db.usage.page`, Nova's paging
+        from 2.40); ``more``: instances are left after it, ``last``: its
+        last instance."""
         def txn(conn):
             rows = usage.intervals(conn, start=start, end=end,
                                    project_id=project_id)
-            return usage.report(rows, start=start, end=end, now=self.clock())
+            rows, more, last = usage.page(rows, marker=marker, limit=limit)
+            found = usage.report(rows, start=start, end=end,
+                                 now=self.clock())
+            # Projects in the order of their last instance: the page's
+            # last instance is the last project's last server, the marker
+            # novaclient takes for the next page.
+            ends = usage.last_positions(rows)
+            return {'usage': {p: found[p] for p in sorted(found,
+                                                          key=ends.get)},
+                    'more': more, 'last': last}
         return self.db.transaction(txn, readonly=True)
 
     # --- services -------------------------------------------------------------------
@@ -86,3 +120,11 @@ class AccountingMixin:
 
     def list_services(self):
         return self.db.transaction(services.list_all, readonly=True)
+
+    def delete_service(self, binary, host):
+        """Forget a service's row (a running one writes it again at its
+        next heartbeat)."""
+        def txn(conn):
+            conn.execute(services.S.delete().where(
+                services.S.c.binary == binary, services.S.c.host == host))
+        self.db.transaction(txn)

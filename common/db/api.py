@@ -34,7 +34,9 @@ from common import actions
 from common import exception
 from common import states
 from common.db import accounting
+from common.db import attributes
 from common.db import domains
+from common.db import flavors as flavors_db
 from common.db import hosts as hosts_db
 from common.db import models
 from common.db import power as power_db
@@ -54,7 +56,9 @@ FINISH_COLUMNS = frozenset({'host', 'flavor_name', 'vcpus', 'memory_mb',
                             'disk_gb', 'image_ref', 'launched_at'})
 CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'vcpus', 'memory_mb', 'disk_gb', 'image_ref',
-                            'user_shutdown_policy', 'crash_policy'})
+                            'user_shutdown_policy', 'crash_policy',
+                            'description', 'metadata', 'tags',
+                            'boot_reservation_id', 'launch_index'})
 # Claims checked against the project's quota (the others hold what they held).
 QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,
@@ -216,7 +220,8 @@ def _host_guard(host):
 
 
 class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
-              hosts_db.HostsMixin, domains.DomainsMixin):
+              hosts_db.HostsMixin, domains.DomainsMixin,
+              attributes.AttributesMixin, flavors_db.FlavorsMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -319,6 +324,9 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                       created_at=now, updated_at=now)
         record.setdefault('user_shutdown_policy', 'stop')
         record.setdefault('crash_policy', 'restart')
+        for key, empty in (('metadata', {}), ('tags', []), ('locked', False),
+                           ('launch_index', 0)):
+            record.setdefault(key, empty)
 
         insert = _insert_instance(record)
 

@@ -14,6 +14,7 @@ from common.db import prepared
 from common.db import scheduling
 from common.db import services
 from common.db.prepared import bind
+from common.states import vm
 
 LOG = logging.getLogger(__name__)
 
@@ -104,6 +105,13 @@ def after_beat(conn, values, *, hosts_beaten, services_beaten):
         services.insert_beat(conn, **values)
 
 
+# A new host's hypervisor number: the largest so far plus one, read in the
+# inserting transaction (two hosts registering at once on PostgreSQL: one
+# INSERT fails on the unique number, and its next heartbeat registers it).
+_LAST_NUMBER = prepared.Prepared(sa.select(
+    sa.func.coalesce(sa.func.max(H.c.number), 0).label('last')))
+
+
 def _new_host(conn, values):
     ratio = values['ram_ratio']
     enabled = values.get('new_host_enabled', True)
@@ -112,7 +120,9 @@ def _new_host(conn, values):
                     'it before it takes builds ([scheduler] '
                     'enable_new_hosts = false)', values['host'])
     conn.execute(sa.insert(H).values(
-        name=values['host'], used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
+        name=values['host'],
+        number=_LAST_NUMBER.one(conn)['last'] + 1,
+        used_vcpus=0, used_memory_mb=0, used_disk_gb=0,
         free_memory_mb=0, enabled=enabled,
         disabled_reason=None if enabled else NEW_HOST_DISABLED,
         created_at=values['now'],
@@ -289,9 +299,11 @@ class HostsMixin:
     def count_hosts(self, *, alive_since):
         """(all, disabled, down) host counts, to explain a NoValidHost."""
         def txn(conn):
-            rows = conn.execute(sa.select(H.c.enabled, H.c.last_heartbeat)).all()
+            rows = conn.execute(sa.select(
+                H.c.enabled, H.c.forced_down, H.c.last_heartbeat)).all()
             disabled = sum(1 for r in rows if not r.enabled)
             down = sum(1 for r in rows if r.enabled and (
+                r.forced_down or
                 r.last_heartbeat is None or r.last_heartbeat < alive_since))
             return len(rows), disabled, down
         return self.db.transaction(txn, readonly=True)
@@ -303,6 +315,45 @@ class HostsMixin:
                 updated_at=self.clock()))
             if res.rowcount != 1:
                 raise exception.HostNotFound(host=host)
+        self.db.transaction(txn)
+
+    def set_host_forced_down(self, host, forced_down):
+        """An admin says the host is down (Nova's forced_down): it takes
+        no build or move and shows as down until this is undone."""
+        def txn(conn):
+            res = conn.execute(sa.update(H).where(H.c.name == host).values(
+                forced_down=bool(forced_down), updated_at=self.clock()))
+            if res.rowcount != 1:
+                raise exception.HostNotFound(host=host)
+        self.db.transaction(txn)
+
+    def delete_host(self, host):
+        """Forget a host that holds nothing (no allocation, no instance
+        placed there, not in the reservable pool): its row and its agent's
+        service row. Conflict (409) otherwise, naming what it holds."""
+        def txn(conn):
+            found = _HOST.one(conn, host=host)
+            if found is None:
+                raise exception.HostNotFound(host=host)
+            held = conn.execute(sa.select(sa.func.count()).select_from(A)
+                                .where(A.c.host == host)).scalar()
+            placed = conn.execute(sa.select(sa.func.count()).select_from(I)
+                                  .where(I.c.host == host,
+                                         I.c.vm_state != vm.HARD_DELETED)
+                                  ).scalar()
+            leased = conn.execute(sa.select(sa.func.count()).select_from(
+                lease_hosts.RH).where(lease_hosts.RH.c.host == host)).scalar()
+            if held or placed or leased or found['reservable']:
+                raise exception.Conflict(
+                    'Unable to delete compute service that is hosting '
+                    'instances or allocations (host %s: %d instance(s), %d '
+                    'allocation(s)%s). Migrate or delete the instances '
+                    'first.' % (host, placed, held, ', in the reservable '
+                                'pool' if found['reservable'] else ''))
+            conn.execute(sa.delete(services.S).where(
+                services.S.c.host == host,
+                services.S.c.binary == services.AGENT))
+            conn.execute(sa.delete(H).where(H.c.name == host))
         self.db.transaction(txn)
 
     def allocate(self, ctx, instance_uuid, host, *, vcpus, memory_mb, disk_gb,

@@ -155,7 +155,8 @@ def pick(conn, *, lease_id, index, reservation, start, end, taken=(),
     field = 'reservations.%d.hypervisor_properties' % index
     matching = conn.execute(
         sa.select(H.c.name, H.c.used_memory_mb).where(
-            H.c.enabled.is_(True), H.c.reservable.is_(True),
+            H.c.enabled.is_(True), H.c.forced_down.is_(False),
+            H.c.reservable.is_(True),
             parse_properties(reservation['hypervisor_properties'], field))
         .order_by(H.c.name).with_for_update()).all()
     busy = busy_hosts(conn, start=start, end=end, lease_id=lease_id)

@@ -19,6 +19,7 @@ from sqlalchemy import MetaData
 from sqlalchemy import String
 from sqlalchemy import Text
 from sqlalchemy import UniqueConstraint
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.orm import Mapped
 from sqlalchemy.orm import mapped_column
@@ -38,6 +39,9 @@ class Base(DeclarativeBase):
 _uuid = String(36)
 _name = String(255)
 _state = String(32)
+# JSON; on PostgreSQL jsonb (json has no equality, which Alembic's
+# comparison of server defaults needs).
+JSON = sa.JSON().with_variant(postgresql.JSONB(), 'postgresql')
 
 
 class Instance(Base):
@@ -83,6 +87,25 @@ class Instance(Base):
     soft_deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     hard_deleted_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
 
+    # What the user says of the server (issue 22), none of it a state:
+    # Nova's description (2.19), user metadata (key -> value, the
+    # ``metadata`` column), tags (2.26), the lock (2.9; who locked it,
+    # ``owner`` or ``admin``, and why, 2.73) and the boot request's
+    # reservation id (``r-...``) shared by the servers one request made.
+    description: Mapped[str | None] = mapped_column(Text)
+    user_metadata: Mapped[dict] = mapped_column(
+        'metadata', JSON, default=dict, server_default='{}')
+    tags: Mapped[list] = mapped_column(JSON, default=list,
+                                       server_default='[]')
+    locked: Mapped[bool] = mapped_column(Boolean, default=False,
+                                         server_default=sa.false())
+    locked_by: Mapped[str | None] = mapped_column(String(16))
+    locked_reason: Mapped[str | None] = mapped_column(_name)
+    boot_reservation_id: Mapped[str | None] = mapped_column(String(36),
+                                                            index=True)
+    launch_index: Mapped[int] = mapped_column(Integer, default=0,
+                                              server_default='0')
+
 
 class Host(Base):
     """A hypervisor host: what its agent reports and what is allocated on it."""
@@ -106,6 +129,13 @@ class Host(Base):
     free_memory_mb: Mapped[float] = mapped_column(Float, server_default='0')
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     disabled_reason: Mapped[str | None] = mapped_column(_name)
+    # An admin declared the host down (Nova's forced_down): no build goes
+    # there and it shows as down, whatever its heartbeats say.
+    forced_down: Mapped[bool] = mapped_column(Boolean, default=False,
+                                              server_default=sa.false())
+    # The hypervisor's number (Nova's integer ids before 2.53), given when
+    # the host registers: the largest so far plus one.
+    number: Mapped[int | None] = mapped_column(Integer, unique=True)
     # In the leases' reservable pool (an admin put it there): only such a
     # host can be leased (common/db/lease_hosts.py).
     reservable: Mapped[bool] = mapped_column(Boolean, default=False,
@@ -417,3 +447,75 @@ class ServiceKey(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     secret: Mapped[str] = mapped_column(_name)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+# --- flavors and quota classes (issue 22) ---------------------------------------
+# Written only by common/db/flavors.py and common/db/quota_classes.py.
+
+class Flavor(Base):
+    """A flavor of the catalogue (Nova's): ``flavorid`` is the id users
+    see, ``name`` unique as well among the flavors not deleted. The
+    configured ``[conductor] flavors`` are inserted once
+    (:class:`FlavorSeed`); instances keep their sizes in their own row, so
+    deleting a flavor changes no server."""
+    __tablename__ = 'flavors'
+    # unique among the flavors not deleted (a deleted one has deleted = id)
+    __table_args__ = (UniqueConstraint('flavorid', 'deleted'),
+                      UniqueConstraint('name', 'deleted'))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    flavorid: Mapped[str] = mapped_column(_name)
+    name: Mapped[str] = mapped_column(_name)
+    vcpus: Mapped[int] = mapped_column(Integer)
+    memory_mb: Mapped[int] = mapped_column(Integer)
+    disk_gb: Mapped[int] = mapped_column(Integer)
+    swap: Mapped[int] = mapped_column(Integer, default=0)
+    ephemeral_gb: Mapped[int] = mapped_column(Integer, default=0)
+    rxtx_factor: Mapped[float] = mapped_column(Float, default=1.0)
+    is_public: Mapped[bool] = mapped_column(Boolean, default=True)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    description: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    # 0 while the flavor exists; its id once deleted (kept so that the
+    # servers built with it still show its id)
+    deleted: Mapped[int] = mapped_column(Integer, default=0,
+                                         server_default='0')
+
+
+class FlavorExtraSpec(Base):
+    __tablename__ = 'flavor_extra_specs'
+
+    flavor_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('flavors.id'), primary_key=True)
+    key: Mapped[str] = mapped_column(_name, primary_key=True)
+    value: Mapped[str] = mapped_column(_name)
+
+
+class FlavorProject(Base):
+    """A project that may use a private flavor (os-flavor-access)."""
+    __tablename__ = 'flavor_projects'
+
+    flavor_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('flavors.id'), primary_key=True)
+    project_id: Mapped[str] = mapped_column(_name, primary_key=True)
+
+
+class FlavorSeed(Base):
+    """A configured flavor's id, once inserted: a flavor an admin deleted
+    is not inserted again at the next start."""
+    __tablename__ = 'flavor_seeds'
+
+    flavorid: Mapped[str] = mapped_column(_name, primary_key=True)
+
+
+class QuotaClassLimit(Base):
+    """An admin's value of a quota class (``default``: the defaults every
+    project without an override of its own gets, over ``[quota]``)."""
+    __tablename__ = 'quota_class_limits'
+
+    class_name: Mapped[str] = mapped_column(_name, primary_key=True)
+    resource: Mapped[str] = mapped_column(String(64), primary_key=True)
+    hard_limit: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)

@@ -138,9 +138,26 @@ def held_by(conn, instance_uuid):
 
 # --- limits ---------------------------------------------------------------------
 
+# The default quota class's values (os-quota-class-sets), over [quota].
+_CLASS_DEFAULTS = prepared.Prepared(sa.select(
+    models.QuotaClassLimit.__table__.c.resource,
+    models.QuotaClassLimit.__table__.c.hard_limit).where(
+        models.QuotaClassLimit.__table__.c.class_name == 'default'))
+
+
+def defaults(conn, settings):
+    """{resource: limit} of a project with no override: the default quota
+    class's values over the ``[quota]`` options."""
+    found = dict(settings.defaults)
+    for row in _CLASS_DEFAULTS.run(conn).rows:
+        if row['resource'] in found:
+            found[row['resource']] = row['hard_limit']
+    return found
+
+
 def limits(conn, project_id, settings):
     """{resource: limit} for the project: overrides over the defaults."""
-    found = dict(settings.defaults)
+    found = defaults(conn, settings)
     for row in _LIMITS.run(conn, project=project_id).rows:
         found[row['resource']] = row['hard_limit']
     return found

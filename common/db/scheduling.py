@@ -56,7 +56,7 @@ def _p(name, type_=None):
 def _room():
     """The filters on capacity, with the resources and ratios bound."""
     ratio = sa.Float()
-    return [H.c.enabled.is_(True),
+    return [H.c.enabled.is_(True), H.c.forced_down.is_(False),
             H.c.used_vcpus + _p('vcpus') <= H.c.vcpus * _p('cpu_ratio', ratio),
             H.c.used_memory_mb + _p('memory_mb')
             <= H.c.memory_mb * _p('ram_ratio', ratio),

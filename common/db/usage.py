@@ -13,6 +13,8 @@ interval at the moment of the delete.
 
 import sqlalchemy as sa
 
+from common import exception
+
 from common.db import models
 from common.db import prepared
 from common.db.prepared import bind
@@ -71,6 +73,36 @@ def intervals(conn, *, start, end, project_id=None):
     if project_id is not None:
         query = query.where(UI.c.project_id == project_id)
     return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def page(rows, *, marker=None, limit=None):
+    """The rows of one page of instances (Nova's usage paging, 2.40):
+    instances in the order of their first interval, those after
+    ``marker`` (an instance uuid; 400 if it has no row here), at most
+    ``limit`` of them. Returns ``(rows, more, last)``: ``more`` says
+    whether instances are left after the page, ``last`` is the page's
+    last instance (the next page's marker)."""
+    order = list(dict.fromkeys(r['instance_uuid'] for r in rows))
+    if marker is not None:
+        if marker not in order:
+            raise exception.Invalid('marker [%s] not found' % marker)
+        order = order[order.index(marker) + 1:]
+    more = limit is not None and len(order) > limit
+    order = order[:limit] if limit is not None else order
+    kept = set(order)
+    return ([r for r in rows if r['instance_uuid'] in kept], more,
+            order[-1] if order else None)
+
+
+def last_positions(rows):
+    """{project_id: position of its last instance in the page's order}."""
+    order = {u: i for i, u in enumerate(
+        dict.fromkeys(r['instance_uuid'] for r in rows))}
+    ends = {}
+    for row in rows:
+        ends[row['project_id']] = max(ends.get(row['project_id'], -1),
+                                      order[row['instance_uuid']])
+    return ends
 
 
 # --- the report ---------------------------------------------------------------

@@ -81,6 +81,8 @@ TARGETS = [
      {'metadata': {'tristate:crash': 'stop'}}, [], []),
     ('PUT', '/servers/{id}/metadata/tristate:crash',
      {'meta': {'tristate:crash': 'stop'}}, [], []),
+    ('PUT', '/servers/{id}/tags', {'tags': ['a']}, ['tags.0'], []),
+    ('PUT', '/servers/{id}/tags/{tag}', None, [], []),
     ('POST', '/leases', _lease(), ['name', 'start_date', 'end_date'],
      ['reservations.0.hypervisor_properties']),
     ('PUT', '/leases/{lease}', {'name': 'n', 'prolong_for': '1h'},
@@ -100,6 +102,20 @@ TARGETS = [
      [], []),
     ('PUT', '/images/{image}/metadata/tristate:crash',
      {'meta': {'tristate:crash': 'x'}}, [], []),
+    # admin routes (the attacker is refused; nothing may change either way)
+    ('POST', '/flavors', {'flavor': {'name': 'f', 'ram': 64, 'vcpus': 1,
+                                     'disk': 0}}, [], []),
+    ('PUT', '/flavors/<flavor_id>', {'flavor': {'description': 'd'}}, [],
+     []),
+    ('POST', '/flavors/<flavor_id>/action',
+     {'addTenantAccess': {'tenant': 't'}}, ['addTenantAccess.tenant'], []),
+    ('POST', '/flavors/<flavor_id>/os-extra_specs',
+     {'extra_specs': {'k': 'v'}}, [], []),
+    ('PUT', '/flavors/<flavor_id>/os-extra_specs/<key>', {'k': 'v'}, [], []),
+    ('PUT', '/os-quota-class-sets/<class_name>',
+     {'quota_class_set': {'instances': 1}}, [], []),
+    ('PUT', '/os-services/<service_id>',
+     {'host': 'h', 'binary': 'nova-compute'}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),
@@ -121,6 +137,9 @@ TARGETS = [
           ['os-migrateLive.host'], []),
          ('tristate:softDelete', None, [], []), ('restore', None, [], []),
          ('os-resetState', {'state': 'error'}, [], []),
+         ('lock', {'locked_reason': 'r'}, ['lock.locked_reason'], []),
+         ('unlock', None, [], []),
+         ('os-getConsoleOutput', {'length': 5}, [], []),
          # Only ever sent refused here: it would delete the target.
          ('forceDelete', None, [], []),
      ]]
@@ -138,12 +157,14 @@ INTEGERS = [
     ('POST', '/servers', {'server': {'name': 'n', 'flavorRef': 'tiny',
                                      'imageRef': IMAGE, 'min_count': 1}},
      'server.min_count'),
+    ('POST', '/servers/{id}/action', {'os-getConsoleOutput': {'length': 5}},
+     'os-getConsoleOutput.length'),
 ]
 
 
 def test_every_action_and_body_route_is_a_target(app):
     actions = {next(iter(body)) for _, path, body, _, _ in TARGETS
-               if path.endswith('/action')}
+               if path == '/servers/{id}/action'}
     assert actions == set(api_actions.ACTIONS)
     services = app.extensions['tristate']
     blazar = reservation_app.create_app(services.conf, services)
@@ -157,6 +178,7 @@ def test_every_action_and_body_route_is_a_target(app):
                  .replace('{project}', '<project_id>')
                  .replace('{image}', '<image_id>')
                  .replace('tristate:crash', '<key>')
+                 .replace('{tag}', '<tag>')
                  .replace('os-hosts/host1', 'os-hosts/<host>'
                           if not path.startswith(BLAZAR)
                           else 'os-hosts/<host_id>'))
@@ -197,7 +219,7 @@ def aims(attacker, plane):
     image = images_db.create(plane.statedb, context.RequestContext(
         user_id='u', project_id=project), {'name': 'target'})
     return {'id': server['id'], 'lease': lease.get_json()['lease']['id'],
-            'project': project, 'image': image['id']}
+            'project': project, 'image': image['id'], 'tag': 't'}
 
 
 def _url(path, aims):
@@ -214,9 +236,14 @@ def _seen(attacker, aims):
             admin.get(POOL).get_json())
 
 
+# Routes that exist only from a microversion on (below it: 404 unread).
+SINCE = {('PUT', '/flavors/<flavor_id>'): '2.55'}
+
+
 def _send(attacker, aims, method, path, text, headers=None):
     return attacker.request(method, _url(path, aims), data=text, headers=dict(
-        {'Content-Type': 'application/json'}, **(headers or {})))
+        {'Content-Type': 'application/json'}, **(headers or {})),
+        version=SINCE.get((method, path)))
 
 
 def _refused(response, field=None):

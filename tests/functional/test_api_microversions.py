@@ -120,8 +120,7 @@ def test_pending_is_error_below_its_microversion(api, buried, version,
 
 
 def test_a_pending_server_is_rebuilt_or_reset_to_error(api, admin, buried):
-    api.action(buried['id'], {'rebuild': {'imageRef': IMAGE,
-                                          'description': None}})
+    api.action(buried['id'], {'rebuild': {'imageRef': IMAGE}})
     again = api.settled(buried['id'], version='latest')
     assert again['OS-EXT-STS:vm_state'] == vm.PENDING    # still no room
     log = api.get('/servers/%s/os-instance-actions'

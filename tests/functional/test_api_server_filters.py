@@ -87,29 +87,99 @@ def test_changes_since_after_changes_before_is_400(two):
     assert 'changes-since' in message(resp)
 
 
-def test_deleted_servers_are_refused_not_ignored(app, two):
+def test_deleted_servers_are_listed_for_admins_as_in_nova(app):
+    """``deleted=true`` and ``vm_state=deleted`` list the deleted servers
+    (admins only); ``changes-since`` lists them beside the others, so a
+    client syncing a cache learns of deletes."""
+    api = Api(app, token=api_support.new_project())
+    project = api.token.split(':')[1]
+    kept, gone = api.active('kept'), api.active('gone')
+    assert api.delete('/servers/%s' % gone['id']).status_code == 204
     admin = Api(app, token=api_support.ADMIN_TOKEN)
     for query in ({'deleted': 'true'}, {'vm_state': 'deleted'}):
-        resp = admin.get('/servers/detail', query_string=query)
-        assert resp.status_code == 400, query
-        assert 'deleted' in message(resp)
-        assert 'not supported' in message(resp)
-    assert admin.get('/servers', query_string={
-        'deleted': 'false'}).status_code == 200
-    member = two[0].as_(two[0].token, '2.83')
+        found = admin.get('/servers/detail', query_string=dict(
+            query, all_tenants=1, project_id=project)).get_json()['servers']
+        assert [s['id'] for s in found] == [gone['id']], query
+        assert found[0]['status'] == 'DELETED'
+    assert _ids(admin, deleted='false', all_tenants=1,
+                project_id=project) == {kept['id']}
+    assert _ids(api, **{'changes-since': PAST}) == {kept['id'], gone['id']}
+    assert _ids(api) == {kept['id']}
+    member = api.as_(api.token, '2.83')
     resp = member.get('/servers', query_string={'vm_state': 'deleted'})
     assert resp.status_code == 403
+    resp = admin.get('/servers', query_string={'deleted': 'maybe'})
+    assert resp.status_code == 400 and 'deleted' in message(resp)
 
 
 @pytest.mark.parametrize('name,value', [
-    ('ip', '10.0.0.1'), ('reservation_id', 'r-1'), ('sort_key', 'name'),
-    ('locked', 'true'), ('tags', 'a')])
+    ('ip', '10.0.0.1'), ('ip6', '::1'), ('key_name', 'k'),
+    ('power_state', '1'), ('availability_zone', 'nova')])
 def test_a_filter_tristate_cannot_honour_is_400(app, two, name, value):
     for api in (two[0].as_(two[0].token, '2.90'),
                 Api(app, token=api_support.ADMIN_TOKEN)):
         resp = api.get('/servers/detail', query_string={name: value})
         assert resp.status_code == 400, (name, resp.get_json())
         assert name in message(resp) and 'not supported' in message(resp)
+
+
+def test_ip_filters_wait_for_guest_networking(two):
+    resp = two[0].as_(two[0].token, '2.5').get(
+        '/servers', query_string={'ip6': '::1'})
+    assert resp.status_code == 400
+    assert 'until guest networking' in message(resp)
+
+
+def test_sort_key_and_dir(two):
+    api, tiny, small = two
+    names = lambda **q: [s['name'] for s in api.get(  # noqa: E731
+        '/servers/detail', query_string=q).get_json()['servers']]
+    assert names(sort_key='display_name', sort_dir='asc') == ['s1', 't1']
+    assert names(sort_key='display_name', sort_dir='desc') == ['t1', 's1']
+    assert names(sort_key='display_name') == ['t1', 's1']   # desc default
+    assert names() == ['s1', 't1']                          # newest first
+    assert names(sort_key=['vm_state', 'display_name'],
+                 sort_dir=['asc', 'asc']) == ['s1', 't1']   # active first
+    for query, field in (({'sort_key': 'nosuch'}, 'sort_key'),
+                         ({'sort_key': 'uuid', 'sort_dir': 'up'}, 'sort_dir')):
+        resp = api.get('/servers', query_string=query)
+        assert resp.status_code == 400 and field in message(resp)
+    resp = api.get('/servers', query_string={'sort_key': 'host'})
+    assert resp.status_code == 403
+
+
+def test_tags_filters(app):
+    api = Api(app, token=api_support.new_project(), version='2.26')
+    a, b = api.active('a'), api.active('b')
+    assert api.put('/servers/%s/tags' % a['id'],
+                   {'tags': ['red', 'big']}).status_code == 200
+    assert api.put('/servers/%s/tags/red' % b['id']).status_code == 201
+    assert _ids(api, tags='red,big') == {a['id']}
+    assert _ids(api, tags='red') == {a['id'], b['id']}
+    assert _ids(api, **{'tags-any': 'big,small'}) == {a['id']}
+    assert _ids(api, **{'not-tags': 'red,big'}) == {b['id']}
+    assert _ids(api, **{'not-tags-any': 'big'}) == {b['id']}
+    assert _ids(api, **{'not-tags-any': 'red'}) == set()
+
+
+def test_locked_and_reservation_id(app):
+    api = Api(app, token=api_support.new_project(), version='2.73')
+    a, b = api.active('a'), api.active('b')
+    api.action(a['id'], {'lock': None})
+    assert _ids(api, locked='true') == {a['id']}
+    assert _ids(api, locked='false') == {b['id']}
+    resp = api.get('/servers', query_string={'locked': 'perhaps'})
+    assert resp.status_code == 400 and 'locked' in message(resp)
+    resp = api.post('/servers', {'server': {
+        'name': 'many', 'flavorRef': 'tiny', 'imageRef': api_support.IMAGE,
+        'min_count': 2, 'max_count': 2, 'return_reservation_id': True}})
+    assert resp.status_code == 202, resp.get_json()
+    rid = resp.get_json()['reservation_id']
+    assert rid.startswith('r-')
+    made = api.get('/servers', query_string={
+        'reservation_id': rid, 'sort_key': 'display_name',
+        'sort_dir': 'asc'}).get_json()['servers']
+    assert [s['name'] for s in made] == ['many-1', 'many-2']
 
 
 def test_a_member_s_admin_only_filters_are_dropped_as_in_nova(app, two):

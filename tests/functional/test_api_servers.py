@@ -38,9 +38,14 @@ def test_version_discovery_needs_no_token(shared_plane):
     http = Api(app)
     root = http.get('/')
     assert root.status_code == 200
-    (doc,) = root.get_json()['versions']
+    # as Nova lists them: the legacy v2.0, deprecated, and v2.1
+    (legacy, doc) = root.get_json()['versions']
+    assert (legacy['id'], legacy['status'], legacy['version']) == (
+        'v2.0', 'DEPRECATED', '')
     assert (doc['id'], doc['min_version'], doc['version']) == (
         'v2.1', str(microversion.MIN), str(microversion.MAX))
+    assert doc['links'] == [{'rel': 'self',
+                             'href': 'http://localhost/v2.1/'}]
     for path in ('/v2.1', '/v2.1/'):
         resp = http.get(path)
         assert resp.status_code == 200
@@ -78,8 +83,10 @@ def test_create_show_list_delete(api):
     assert server['tristate:ec2_state'] == 'running'
     assert server['flavor']['original_name'] == 'small'
     assert server['image']['id'] == IMAGE
-    assert server['metadata'] == {'tristate:user_shutdown': 'stop',
-                                  'tristate:crash': 'restart'}
+    # the policy keys are Tristate's own: shown from 2.101 only
+    assert api.server(server['id'], version='2.100')['metadata'] == {}
+    assert api.server(server['id'], version='2.101')['metadata'] == {
+        'tristate:user_shutdown': 'stop', 'tristate:crash': 'restart'}
     listed = api.get('/servers').get_json()['servers']
     assert [(s['id'], s['name']) for s in listed] == [(server['id'], 'web1')]
     assert set(listed[0]) == {'id', 'name', 'links'}
@@ -130,8 +137,8 @@ def test_the_next_link_is_under_the_link_prefix(shared_plane):
 
 
 def test_create_sets_the_policies_from_metadata(api):
-    server = api.active(metadata={'tristate:user_shutdown': 'restart',
-                                  'tristate:crash': 'error'})
+    server = api.as_(api.token, '2.101').active(metadata={
+        'tristate:user_shutdown': 'restart', 'tristate:crash': 'error'})
     assert server['metadata'] == {'tristate:user_shutdown': 'restart',
                                   'tristate:crash': 'error'}
 
@@ -142,11 +149,16 @@ def test_create_sets_the_policies_from_metadata(api):
     ({'flavorRef': 'tiny', 'imageRef': IMAGE}, 'server.name'),
     ({'name': '', 'flavorRef': 'tiny', 'imageRef': IMAGE}, 'server.name'),
     ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
-      'block_device_mapping_v2': []}, 'server.block_device_mapping_v2'),
+      'block_device_mapping_v2': [{'uuid': IMAGE, 'source_type': 'volume',
+                                   'destination_type': 'volume',
+                                   'boot_index': 0}]},
+     'server.block_device_mapping_v2.0.destination_type'),
     ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
       'metadata': {'tristate:crash': 'explode'}}, 'server.metadata.tristate:crash'),
     ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
-      'metadata': {'owner': 'me'}}, 'server.metadata.owner'),
+      'metadata': {'owner': 'v' * 256}}, 'server.metadata.owner'),
+    ({'name': 'x', 'flavorRef': 'tiny', 'imageRef': IMAGE,
+      'min_count': 3, 'max_count': 2}, 'server.min_count'),
 ])
 def test_malformed_create_names_the_field_and_creates_nothing(api, server,
                                                                field):
@@ -221,6 +233,7 @@ def test_request_ids_are_returned(api):
 # --- metadata: the reconcile policies ----------------------------------------
 
 def test_metadata_show_and_change(api, shared_plane):
+    api = api.as_(api.token, '2.101')     # the policy keys: Tristate's own
     server = api.active()
     path = '/servers/%s/metadata' % server['id']
     assert api.get(path).get_json()['metadata'] == server['metadata']
@@ -246,10 +259,11 @@ def test_metadata_show_and_change(api, shared_plane):
      "['restart', 'stop', 'error']"),
     ('tristate:user_shutdown', {'meta': {'tristate:user_shutdown': 'x'}},
      "['stop', 'restart', 'delete']"),
-    ('owner', {'meta': {'owner': 'me'}}, 'tristate:crash, '
-     'tristate:user_shutdown'),
+    ('owner', {'meta': {'owner': 'v' * 256}}, 'field/attribute meta.owner.'),
+    ('owner', {'meta': {'owner': 'a', 'other': 'b'}},
+     'field/attribute meta.'),
     ('tristate:crash', {'meta': {'tristate:user_shutdown': 'stop'}},
-     "meta.tristate:crash. Value: {'tristate:user_shutdown': 'stop'}"),
+     'Request body and URI mismatch'),
 ])
 def test_bad_metadata_is_400_and_changes_nothing(api, key, body, expected):
     server = api.active()
@@ -283,7 +297,14 @@ def test_instance_actions_come_from_the_action_log(api):
 # --- flavors and hosts -------------------------------------------------------
 
 def test_flavors_come_from_the_config(api):
-    names = [f['name'] for f in api.get('/flavors').get_json()['flavors']]
+    # seeded into the database, id = name; Nova's default order: by id
+    listed = api.get('/flavors').get_json()['flavors']
+    configured = [f['id'] for f in listed
+                  if f['id'] in ('tiny', 'small', 'medium', 'large')]
+    assert configured == ['large', 'medium', 'small', 'tiny']
+    by_ram = api.get('/flavors?sort_key=memory_mb').get_json()['flavors']
+    names = [f['name'] for f in by_ram
+             if f['name'] in ('tiny', 'small', 'medium', 'large')]
     assert names == ['tiny', 'small', 'medium', 'large']
     detail = {f['name']: f for f in
               api.get('/flavors/detail').get_json()['flavors']}
@@ -312,7 +333,7 @@ def test_hypervisors_show_capacity_usage_and_oper_states(admin_api, api,
         '/os-hypervisors/detail').get_json()['hypervisors']}
     assert ours[mine['hypervisor_hostname']]['tristate:oper_states'][
         'running'] >= 1
-    assert ours[mine['hypervisor_hostname']]['tristate:usage'][
+    assert ours[mine['hypervisor_hostname']]['tristate:capacity'][
         'memory_mb_used'] == row['used_memory_mb']
     summary = admin_api.get('/os-hypervisors').get_json()['hypervisors']
     assert {h['state'] for h in summary} == {'up'}

@@ -25,7 +25,7 @@ NOTHING = (0, 0, 0)
 
 
 def _flavor(plane, name):
-    return resources(flavors.get(plane.conf, name))
+    return resources(flavors.configured(plane.conf, name))
 
 
 def _sum(*usages):

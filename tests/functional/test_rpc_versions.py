@@ -109,3 +109,32 @@ def test_a_local_delete_names_a_preempted_moves_destination_from_1_6(
     assert kwargs.get('doomed_hosts') == ([dest] if names_dest else None)
     gate.set()
     wait_agent_done(plane, source)
+
+
+def test_a_client_capped_at_1_7_creates_one_server_and_refuses_the_rest(
+        conf, make_plane, ctx):
+    """Below 1.8 a single create loses only its reservation id; what only
+    1.8 carries (metadata, tags, several servers, attribute changes) is a
+    503 naming the version, never sent without it."""
+    set_opts(conf, 'upgrade_levels', conductor='1.7')
+    plane = make_plane(hosts=1)
+    capped = conductor_rpcapi.ConductorAPI(plane.bus, conf)
+    inst = capped.create_instance(
+        ctx, name='vm', flavor='tiny', image_ref='cirros',
+        attributes={'boot_reservation_id': 'r-12345678', 'launch_index': 0})
+    assert wait_idle(plane, inst['uuid'])['vm_state'] == vm.ACTIVE
+    for call in (
+            lambda: capped.create_instance(
+                ctx, name='vm', flavor='tiny', image_ref='cirros',
+                attributes={'metadata': {'a': 'b'}}),
+            lambda: capped.create_instance(
+                ctx, name='vm-2', flavor='tiny', image_ref='cirros',
+                attributes={'launch_index': 1}),
+            lambda: capped.update_attributes(ctx, inst['uuid'],
+                                             {'description': 'd'}),
+            lambda: capped.tenant_usage_page(
+                ctx, start='2026-01-01T00:00:00',
+                end='2026-01-02T00:00:00', limit=1)):
+        with pytest.raises(exception.ServiceUnavailable) as err:
+            call()
+        assert '1.8' in err.value.message

@@ -91,7 +91,7 @@ def test_a_resize_not_yet_sent_is_rolled_back(plane, ctx, monkeypatch):
     assert (entry['action'], entry['result']) == (
         'resize', states.RESULT_ROLLED_BACK)
     assert used(plane, inst['host']) == resources(
-        flavors.get(plane.conf, 'tiny'))
+        flavors.configured(plane.conf, 'tiny'))
     _clean(plane)
 
 

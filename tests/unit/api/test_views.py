@@ -28,7 +28,8 @@ def _inst(**values):
 
 
 def test_server_body():
-    body = views.server(_inst(), version=OLD, links=LINKS)
+    body = views.server(_inst(metadata={'color': 'red'}), version=OLD,
+                        links=LINKS)
     assert body['links'][0]['href'] == 'http://api:8774/v2.1/servers/u1'
     assert body['links'][1]['href'] == 'http://api:8774/servers/u1'
     assert body['status'] == 'ACTIVE'
@@ -38,17 +39,19 @@ def test_server_body():
     assert body['OS-EXT-SRV-ATTR:host'] == 'host1'
     assert body['flavor'] == {'id': 'small', 'links': [
         {'rel': 'bookmark', 'href': 'http://api:8774/flavors/small'}]}
-    assert body['metadata'] == {}
+    # user metadata; the policy keys are Tristate's own, from 2.101
+    assert body['metadata'] == {'color': 'red'}
     # Nova's 2.1: no key of a later microversion, none of Tristate's
     assert not {'host_status', 'locked', 'description', 'tags'} & set(body)
     assert not [k for k in body if k.startswith('tristate:')]
-    new = views.server(_inst(), version=NEW, links=LINKS)
+    new = views.server(_inst(metadata={'color': 'red'}), version=NEW,
+                       links=LINKS)
     assert new['flavor']['original_name'] == 'small'
     assert new['tristate:power_state_name'] == 'RUNNING'
     assert new['tristate:oper_state'] == 'running'
     assert new['tristate:ec2_state'] == 'running'
     assert new['host_status'] == 'UP'
-    assert new['metadata'] == {'tristate:user_shutdown': 'stop',
+    assert new['metadata'] == {'color': 'red', 'tristate:user_shutdown': 'stop',
                                'tristate:crash': 'restart'}
 
 
@@ -96,7 +99,7 @@ def test_hypervisor_counts_oper_states():
                             power_state=power.SHUTDOWN),
              _inst(uuid='u3', host='host2')]
     body = views.hypervisor(host, insts, version=NEW)
-    assert body['tristate:usage']['running_vms'] == 2
+    assert body['running_vms'] == 2
     assert body['tristate:oper_states']['running'] == 1
     assert body['tristate:oper_states']['ADMIN_down'] == 1
     before = views.hypervisor(host, insts,
@@ -107,16 +110,6 @@ def test_hypervisor_counts_oper_states():
     assert views.hypervisor(host, insts, detail=False) == {
         'id': 'host1', 'hypervisor_hostname': 'host1', 'state': 'up',
         'status': 'enabled'}
-
-
-def test_hypervisor_ids_are_uuids_from_2_53():
-    old = views.hypervisor_id('host1', microversion.APIVersion(2, 52))
-    new = views.hypervisor_id('host1', microversion.APIVersion(2, 53))
-    assert old == 'host1'
-    assert len(new) == 36 and new == views.hypervisor_id('host1', NEW)
-    assert views.hypervisor_host(new, ['host2', 'host1']) == 'host1'
-    assert views.hypervisor_host('host2', ['host2', 'host1']) == 'host2'
-    assert views.hypervisor_host('nope', ['host2', 'host1']) is None
 
 
 def test_quota_set_keys_per_microversion():
