@@ -26,7 +26,8 @@ meaning the bodies Tristate serves change (docs/operator-guide.md):
   instead of a link.
 * 2.51: an action's ``events`` are shown to its project too (before: to
   admins only); the ``traceback`` stays admin-only.
-* 2.53: hypervisor ids are UUIDs (derived from the host's name).
+* 2.53: hypervisor ids are UUIDs (derived from the host's name; its
+  number before).
 * 2.54, 2.57: a rebuild's answer has ``key_name``, then ``user_data``.
 * 2.55, 2.61: a flavor's ``description``, then its ``extra_specs``.
 * 2.58: actions carry ``updated_at``.
@@ -34,12 +35,13 @@ meaning the bodies Tristate serves change (docs/operator-guide.md):
 * 2.75: ``PUT /servers/{id}`` and rebuild answer the whole server (before:
   Nova's basic view); a flavor's ``swap`` is 0, not "", when it has none.
 * 2.84: events carry ``details`` (the failure's message).
-* 2.88: hypervisors show no usage figures, and an ``uptime``.
+* 2.88: hypervisors show no capacity figures, and an ``uptime``.
 * 2.101 (Tristate's own): the PENDING vm_state and status are shown (seed
   004; older requests see ``ERROR`` for both ``status`` and
   ``OS-EXT-STS:vm_state``), and every ``tristate:*`` key, the reconcile
   policies in a server's metadata, the ``disk`` and lease quotas, a
-  hypervisor's ``tristate:usage``.
+  hypervisor's ``tristate:capacity``, ``tristate:oper_states`` and
+  ``tristate:last_heartbeat``.
 """
 
 import functools

@@ -13,6 +13,7 @@ from api import microversion
 from api import status
 from common import reconcile
 from common import states
+from common.db import quota_classes
 
 POLICY_KEYS = {'user_shutdown': 'tristate:user_shutdown',
                'crash': 'tristate:crash'}
@@ -500,9 +501,10 @@ def _shown(vm_state, version):
 
 # --- quota sets (os-quota-sets) ---------------------------------------------------
 
-# Nova's quota keys that Tristate does not limit (no key pairs, server
-# groups, networks, injected files: nothing to count), shown as -1
-# (unlimited), with what they stopped being at.
+# Nova's quota keys, with what they stopped being at. Tristate enforces
+# ``metadata_items`` ([quota] metadata_items); the others it does not limit
+# show Nova's defaults, as the quota classes do
+# (common.db.quota_classes.NOVA_ONLY).
 _NOVA_ONLY_QUOTAS = (
     ('metadata_items', None), ('key_pairs', None), ('server_groups', None),
     ('server_group_members', None),
@@ -513,7 +515,6 @@ _NOVA_ONLY_QUOTAS = (
 # Nova's own limits Tristate keeps (the others of quotas.LIMITS, ``disk``
 # and the leases', are Tristate's, shown from 2.101).
 NOVA_QUOTAS = ('instances', 'cores', 'ram')
-UNLIMITED = -1
 
 
 def quota_keys(version):
@@ -523,7 +524,8 @@ def quota_keys(version):
                  if until is None or version < until)
 
 
-def quota_set(values, version, *, project_id=None, in_use=None):
+def quota_set(values, version, *, project_id=None, in_use=None,
+              metadata_items=None):
     """A quota set at ``version``: ``values`` is {resource: limit} of
     Tristate's resources; with ``in_use`` ({resource: count}) each is the
     detail's {limit, in_use, reserved}."""
@@ -533,7 +535,10 @@ def quota_set(values, version, *, project_id=None, in_use=None):
         return {'limit': limit, 'in_use': in_use.get(resource, 0),
                 'reserved': 0}
     body = {r: shown(r, values[r]) for r in NOVA_QUOTAS if r in values}
-    body.update((k, shown(k, UNLIMITED)) for k in quota_keys(version))
+    nova = dict(quota_classes.NOVA_ONLY)
+    if metadata_items is not None:
+        nova['metadata_items'] = metadata_items
+    body.update((k, shown(k, nova[k])) for k in quota_keys(version))
     if version >= microversion.TRISTATE:
         body.update((r, shown(r, v)) for r, v in values.items()
                     if r not in NOVA_QUOTAS)

@@ -8,12 +8,14 @@
     GET /v2.1/os-simple-tenant-usage/{project_id}?start=&end=
 
 Quota sets have Nova's ``instances``, ``cores`` and ``ram`` (MiB), Nova's
-other keys of the request's microversion as -1 (Tristate does not limit
-them), and from Tristate's microversion (2.101) Tristate's ``disk`` (GiB)
-and the leases' ``lease_hosts`` (hosts a project's leases hold at once) and
-``lease_hours`` (how long one lease may last); -1 means unlimited. Times
-are UTC, as Nova takes them (``2026-11-22T10:00:00``, optionally with microseconds); a
-missing one means now.
+other keys of the request's microversion (``metadata_items`` as ``[quota]
+metadata_items``, the others, which Tristate does not enforce, with Nova's
+defaults as the quota classes show them), and from Tristate's microversion
+(2.101) Tristate's ``disk`` (GiB) and the leases' ``lease_hosts`` (hosts a
+project's leases hold at once) and ``lease_hours`` (how long one lease may
+last); -1 means unlimited. Times are UTC, as Nova takes them
+(``2026-11-22T10:00:00``, optionally with microseconds); a missing one
+means now.
 """
 
 import datetime
@@ -51,6 +53,11 @@ TIME_FORMATS = ('%Y-%m-%dT%H:%M:%S', '%Y-%m-%dT%H:%M:%S.%f',
                 '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%d %H:%M:%S')
 
 
+def _metadata_items():
+    """The one Nova-only limit Tristate enforces (per server)."""
+    return request.services().conf.quota.metadata_items
+
+
 # --- quota sets ------------------------------------------------------------------
 
 def _quotas(project_id, rule):
@@ -63,7 +70,8 @@ def _quotas(project_id, rule):
 def show(project_id):
     found = _quotas(project_id, 'show')
     return {'quota_set': views.quota_set(found['limits'], request.version(),
-                                         project_id=project_id)}
+                                         project_id=project_id,
+                                         metadata_items=_metadata_items())}
 
 
 @bp.get('/os-quota-sets/<project_id>/detail')
@@ -71,14 +79,15 @@ def detail(project_id):
     found = _quotas(project_id, 'show')
     return {'quota_set': views.quota_set(
         found['limits'], request.version(), project_id=project_id,
-        in_use=found['usage'])}
+        in_use=found['usage'], metadata_items=_metadata_items())}
 
 
 @bp.get('/os-quota-sets/<project_id>/defaults')
 def defaults(project_id):
     found = _quotas(project_id, 'defaults')
     return {'quota_set': views.quota_set(found['defaults'], request.version(),
-                                         project_id=project_id)}
+                                         project_id=project_id,
+                                         metadata_items=_metadata_items())}
 
 
 @bp.put('/os-quota-sets/<project_id>')
@@ -89,7 +98,8 @@ def update(project_id):
     values = {r: int(v) for r, v in body.items() if r in quotas.LIMITS}
     found = request.services().client.update_quotas(
         request.context(), project_id, values)
-    return {'quota_set': views.quota_set(found['limits'], request.version())}
+    return {'quota_set': views.quota_set(found['limits'], request.version(),
+                                         metadata_items=_metadata_items())}
 
 
 def _own_resources_need_own_version(body):
