@@ -64,10 +64,12 @@ class ListHypervisors(lister.Lister):
             row = (h['id'], h['hypervisor_hostname'], h['hypervisor_type'],
                    h['state'], h['status'])
             if parsed_args.long:
-                row += (columns.Usage((h['vcpus_used'], h['vcpus'])),
-                        columns.Usage((h['memory_mb_used'], h['memory_mb'])),
-                        columns.Usage((h['local_gb_used'], h['local_gb'])),
-                        h['running_vms'])
+                # from 2.88 (Nova) the capacity is in tristate:capacity
+                c = h.get('tristate:capacity', h)
+                row += (columns.Usage((c['vcpus_used'], c['vcpus'])),
+                        columns.Usage((c['memory_mb_used'], c['memory_mb'])),
+                        columns.Usage((c['local_gb_used'], c['local_gb'])),
+                        c['running_vms'])
             rows.append(row)
         return fields, rows
 
