@@ -142,31 +142,40 @@ class ShowUsage(show.ShowOne):
 
     def take_action(self, parsed_args):
         project = project_of(self.app, parsed_args)
-        usage = self.app.client.get('/os-simple-tenant-usage/%s'
-                                    % parse.quote(project),
-                                    **_period(parsed_args))['tenant_usage']
+        merged = _pages(self.app.client, '/os-simple-tenant-usage/%s'
+                        % parse.quote(project), _period(parsed_args),
+                        'tenant_usage')
+        usage = merged.get(project) or next(iter(merged.values()), {})
         return USAGE_FIELDS, _row(usage, project)
 
 
-def usage_pages(client, params):
-    """Every project's usage, following the API's pages (Nova pages by
-    server from 2.40: a project may span pages; its parts are added up)."""
+def _pages(client, path, params, key):
+    """{project: usage} of every page of ``path`` (Nova pages the usage by
+    server from 2.40, one project's too: its parts are added up)."""
     merged, marker = {}, None
-    params = dict(params, detailed='1')
     while True:
-        found = client.get('/os-simple-tenant-usage', **params)
-        page = found.get('tenant_usages') or []
+        found = client.get(path, **params)
+        page = found.get(key) or []
+        if isinstance(page, dict):          # one project's usage
+            page = [page] if page else []
         for usage in page:
             _merge(merged, usage)
-        following = client_mod.next_marker(found.get('tenant_usages_links'))
+        following = client_mod.next_marker(found.get(key + '_links'))
         if not following or not page:
-            return list(merged.values())
+            return merged
         if following == marker:
             raise client_mod.ApiError(
                 'The API answered the page after %s twice (it ignores '
                 '"marker"): stopped after %d project(s).'
                 % (marker, len(merged)))
         marker = params['marker'] = following
+
+
+def usage_pages(client, params):
+    """Every project's usage, following the API's pages (Nova pages by
+    server from 2.40: a project may span pages; its parts are added up)."""
+    return list(_pages(client, '/os-simple-tenant-usage',
+                       dict(params, detailed='1'), 'tenant_usages').values())
 
 
 _TOTALS = ('total_memory_mb_usage', 'total_vcpus_usage',
