@@ -376,9 +376,10 @@ def create():
             **({'reservation_id': reservation} if reservation else {}))
     made = multicreate.create(
         name=body['name'], low=low, high=high, create_one=create_one,
+        # the quota's room for several servers (one: the conductor checks)
         flavor=flavors.get(request.services().conf,
                            request.services().client.statedb, flavor,
-                           request.context()))
+                           request.context()) if high > 1 else None)
     if strutils.bool_from_string(body.get('return_reservation_id', False)):
         resp = flask.jsonify(
             {'reservation_id': attributes['boot_reservation_id']})

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from common import exception
 from common.db import models
+from common.db import prepared
 from common.db import quotas
 
 F = models.Flavor.__table__
@@ -71,11 +72,6 @@ def _specs(conn, ids):
     return found
 
 
-def _projects(conn, flavor_pk):
-    return sorted(r.project_id for r in conn.execute(
-        sa.select(P.c.project_id).where(P.c.flavor_id == flavor_pk)))
-
-
 def _visible(query, project_id, is_public):
     """Nova's is_public filter: True: public flavors and the private ones
     ``project_id`` may use; False: private ones only; None: all."""
@@ -95,6 +91,17 @@ def _filtered(query, min_ram, min_disk):
     if min_disk is not None:
         query = query.where(F.c.disk_gb >= min_disk)
     return query
+
+
+# What every build reads, compiled once (common.db.prepared).
+_BY_FLAVORID = prepared.Prepared(sa.select(F).where(
+    F.c.flavorid == prepared.bind('flavorid', F.c.flavorid.type), LIVE))
+_SPECS_OF = prepared.Prepared(sa.select(X.c.key, X.c.value).where(
+    X.c.flavor_id == prepared.bind('id', X.c.flavor_id.type)))
+_PROJECTS_OF = prepared.Prepared(sa.select(P.c.project_id).where(
+    P.c.flavor_id == prepared.bind('id', P.c.flavor_id.type)))
+_IDS = prepared.Prepared(sa.select(F.c.name, F.c.flavorid, F.c.deleted)
+                         .order_by(F.c.deleted == 0, F.c.id))
 
 
 class FlavorsMixin:
@@ -120,12 +127,18 @@ class FlavorsMixin:
 
     def get_flavor(self, flavorid, *, projects=False):
         """The flavor and its ``extra_specs`` (and ``projects``, the access
-        list); NotFound (404) if there is none."""
+        list); NotFound (404) if there is none. By prepared statements:
+        every build reads its flavor, in the API and in the conductor."""
         def txn(conn):
-            flv = _row(conn, flavorid)
-            flv['extra_specs'] = _specs(conn, [flv['id']])[flv['id']]
+            flv = _BY_FLAVORID.one(conn, flavorid=flavorid)
+            if flv is None:
+                raise _not_found(flavorid)
+            flv['extra_specs'] = {r['key']: r['value'] for r in
+                                  _SPECS_OF.run(conn, id=flv['id']).rows}
             if projects:
-                flv['projects'] = _projects(conn, flv['id'])
+                flv['projects'] = sorted(r['project_id'] for r in
+                                         _PROJECTS_OF.run(conn, id=flv['id'])
+                                         .rows)
             return flv
         return self.db.transaction(txn, readonly=True)
 
@@ -134,9 +147,7 @@ class FlavorsMixin:
         not deleted wins, then the last deleted): how a server's flavor
         name is shown as an id."""
         def txn(conn):
-            rows = conn.execute(sa.select(F.c.name, F.c.flavorid, F.c.deleted)
-                                .order_by(F.c.deleted == 0, F.c.id)).all()
-            return {r.name: r.flavorid for r in rows}
+            return {r['name']: r['flavorid'] for r in _IDS.run(conn).rows}
         return self.db.transaction(txn, readonly=True)
 
     def find_flavor(self, *, name):
