@@ -74,7 +74,9 @@ def _object(required=(), **properties):
             'required': list(required), 'additionalProperties': False}
 
 
-# Accepted in POST /servers for clients' sake; they have no effect here.
+# Nova's fields of POST /servers that Tristate does not act on yet: the
+# route refuses them (api/routes/servers.py, refuse_unbuilt) with a 400
+# naming the issue that builds each, beside the values it does honour.
 _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
                    'availability_zone', 'user_data', 'config_drive',
                    'adminPass', 'OS-DCF:diskConfig',
@@ -129,8 +131,8 @@ CREATE_SERVER = _object(
        'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})
 
 # PUT /servers/{id}: the name and (from 2.19, the route checks) the
-# description; addresses belong to no one here: Nova's IP and disk-config
-# fields are accepted and ignored.
+# description; Nova's IP and AUTO disk-config fields are refused by the
+# route until they are built.
 UPDATE_SERVER = _object(
     ['server'],
     server=_object(name=NAME, description=DESCRIPTION, **dict.fromkeys(

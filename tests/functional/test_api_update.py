@@ -46,11 +46,16 @@ def test_rename_answers_with_the_server(api):
 
 def test_rename_with_nothing_to_change_answers_the_server(api):
     server = api.active(name='same')
-    for body in ({'server': {}}, {'server': {'name': 'same'}},
-                 {'server': {'accessIPv4': '10.0.0.1'}}):
+    for body in ({'server': {}}, {'server': {'name': 'same'}}):
         resp = _rename(api, server['id'], body)
         assert resp.status_code == 200, resp.get_json()
         assert resp.get_json()['server']['name'] == 'same'
+    # an address nothing sets yet (guest networking): refused, not ignored
+    resp = _rename(api, server['id'], {'server': {'name': 'other',
+                                                  'accessIPv4': '10.0.0.1'}})
+    assert resp.status_code == 400
+    assert 'server.accessIPv4' in resp.get_json()['badRequest']['message']
+    assert api.server(server['id'])['name'] == 'same'
 
 
 def test_rename_while_a_task_runs_keeps_the_task(api, shared_plane):
