@@ -430,11 +430,25 @@ def hypervisor(host, instances, *, detail=True, version=microversion.MIN):
 
 # --- the action log (os-instance-actions) ----------------------------------------
 
+# The action log's names as Nova records them (``nova.compute.
+# instance_actions``): clients and scripts match on these. Tristate's own
+# name is ``tristate:action`` from its microversion; one with no Nova
+# counterpart (``reconcile``: an observed change) keeps its name.
+NOVA_ACTION_NAMES = {
+    'build': 'create', 'reboot_hard': 'reboot',
+    'confirm_resize': 'confirmResize', 'revert_resize': 'revertResize',
+    'live_migrate': 'live-migration', 'snapshot': 'createImage',
+    'backup': 'createBackup', 'set_password': 'changePassword',
+    'soft_delete': 'delete', 'reset_state': 'resetState',
+    'power_off': 'stop', 'power_on': 'start',
+}
+
+
 def instance_action(entry, version):
-    """One action of the log, as Nova's (``updated_at`` from 2.58), with
-    Tristate's task fields from its own microversion."""
+    """One action of the log, as Nova's (its action names; ``updated_at``
+    from 2.58), with Tristate's task fields from its own microversion."""
     action = {
-        'action': entry['action'],
+        'action': NOVA_ACTION_NAMES.get(entry['action'], entry['action']),
         'instance_uuid': entry['instance_uuid'],
         'request_id': entry.get('request_id') or entry['task_id'],
         'user_id': entry.get('user_id'),
@@ -447,6 +461,7 @@ def instance_action(entry, version):
                                        or entry['started_at'])
     if version >= microversion.TRISTATE:
         action.update({
+            'tristate:action': entry['action'],
             'tristate:task_id': entry['task_id'],
             'tristate:result': entry['result'],
             'tristate:finish_time': isotime(entry.get('finished_at')),

@@ -36,12 +36,14 @@ def nova(url, token, version='2.1'):
     return nova_client.Client(version, session=_session(url, token))
 
 
-def sdk(url, token, version=None):
+def sdk(url, token, version=None, image=False):
     """An openstacksdk ``Connection``; ``version``: its compute
-    microversion (default: the highest both sides know)."""
+    microversion (default: the highest both sides know); ``image``: with
+    the image API of ``url`` too."""
+    extra = {'image_endpoint_override': url + '/image'} if image else {}
     conn = openstack.connection.Connection(
         session=_session(url, token), compute_endpoint_override=url + '/v2.1',
-        compute_api_version='2')
+        compute_api_version='2', **extra)
     if version:
         conn.compute.default_microversion = version
     return conn

@@ -103,7 +103,7 @@ def test_every_action(api, admin, case):
         log = api.get('/servers/%s/os-instance-actions'
                       % server['id']).get_json()['instanceActions']
         name = spec.resolve(action[key])[0]
-        mine = [e for e in log if e['action'] == name]
+        mine = [e for e in log if e['tristate:action'] == name]
         assert mine[0]['tristate:result'] == 'success', mine[0]
 
 

@@ -151,7 +151,7 @@ def test_hypervisor_list_and_show(tristate, servers):
 def test_server_event_list_and_show(tristate, servers):
     tristate.json(*ALICE, 'server', 'stop', 'db-1', '--wait')
     events = tristate.json(*ALICE, 'server', 'event', 'list', 'db-1')
-    assert [e['Action'] for e in events] == ['stop', 'build']   # newest 1st
+    assert [e['Action'] for e in events] == ['stop', 'create']  # newest 1st
     assert {e['Result'] for e in events} == {'success'}
     shown = tristate.json(*ALICE, 'server', 'event', 'show', 'db-1',
                           events[0]['Request ID'])

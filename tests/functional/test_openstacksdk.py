@@ -119,7 +119,7 @@ def test_rename_rescue_image_and_action_events_through_openstacksdk(conn):
     conn.compute.rescue_server(server, admin_pass='sdk-Pass-1')
     assert _wait_status(conn, server.id, 'RESCUE').vm_state == 'rescued'
     actions = list(conn.compute.server_actions(server))
-    assert [a.action for a in actions[:2]] == ['rescue', 'snapshot']
+    assert [a.action for a in actions[:2]] == ['rescue', 'createImage']
     assert 'image %s (sdk-snap)' % image_id == actions[1].message
     rescue = conn.compute.get_server_action(actions[0].request_id, server)
     assert [(e.event, e.result) for e in rescue.events] == [
