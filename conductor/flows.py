@@ -122,6 +122,24 @@ def validate_policies(policies):
                                          expected=', '.join(choices[key]))
 
 
+# Nova's states for a change of user metadata (no task running) and of tags
+# (compute.api.update_instance_metadata, server_tags): a 409 in any other.
+_ATTRIBUTE_STATES = (states.vm.ACTIVE, states.vm.PAUSED, states.vm.SUSPENDED,
+                     states.vm.STOPPED)
+
+
+def _refuse_attribute_state(inst, changes):
+    for key, needs_idle in (('metadata', True), ('tags', False)):
+        busy = needs_idle and inst.get('task_id')
+        if key in changes and (busy or inst['vm_state']
+                               not in _ATTRIBUTE_STATES):
+            raise exception.ActionNotAllowed(
+                action='change the %s of' % key, instance=inst['uuid'],
+                vm_state=inst['vm_state'], allowed=_ATTRIBUTE_STATES,
+                task_state=inst.get('task_state') if busy else None,
+                task_id=inst.get('task_id') if busy else None)
+
+
 class Flows:
     def __init__(self, *, gateway, scheduler, compute, conf):
         self.gateway = gateway
@@ -325,6 +343,7 @@ class Flows:
         def check(inst):
             gw.check_owner(ctx, inst)
             actions.refuse_if_locked(inst, ctx, _locking_name(changes))
+            _refuse_attribute_state(inst, changes)
             lock = changes.get('lock')
             if (lock and not lock['locked'] and not ctx.is_admin
                     and inst.get('locked_by') == 'admin'):
