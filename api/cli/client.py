@@ -191,6 +191,12 @@ class ApiClient:
                                          server.get('tristate:task_id')))
             time.sleep(POLL_INTERVAL)
 
+    def actions(self, server_ref):
+        """(the server, its action log newest first) by name or id."""
+        server = self.find_server(server_ref)
+        return server, self.get('/servers/%s/os-instance-actions'
+                                % server['id'])['instanceActions']
+
     def task_entry(self, server_id, task_id):
         """The action log's entry of one task, or None if the API keeps
         none by that id."""

@@ -3,10 +3,11 @@
     tristate server event list web1
     tristate server event show web1 REQUEST_ID
 
-The same action log as ``tristate server actions`` (oldest first there),
-with openstackclient's columns (newest first, as the API answers): one
-row per request, and ``show`` with its events (one per task the request
-started, with how each ended).
+The same action log as ``tristate server actions`` (oldest first there,
+with Tristate's action names and states), with openstackclient's columns
+and Nova's action names (newest first, as the API answers): one row per
+request, and ``show`` with its events (one per task the request started,
+with how each ended).
 """
 
 from cliff import lister
@@ -35,10 +36,7 @@ class ListEvents(lister.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        client = self.app.client
-        server = client.find_server(parsed_args.server)
-        entries = client.get('/servers/%s/os-instance-actions'
-                             % server['id'])['instanceActions']
+        _, entries = self.app.client.actions(parsed_args.server)
         return LIST_FIELDS, [
             (e['request_id'], e['instance_uuid'], e['action'],
              e['start_time'], e.get('tristate:result'),

@@ -239,13 +239,10 @@ class ServerActions(lister.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        client = self.app.client
-        server = client.find_server(parsed_args.server)
-        entries = client.get('/servers/%s/os-instance-actions'
-                             % server['id'])['instanceActions']
+        _, entries = self.app.client.actions(parsed_args.server)
         fields = ('Action', 'Result', 'VM State Before', 'VM State After',
                   'Started', 'Finished', 'User', 'Task ID', 'Message')
-        rows = [(e['action'], e['tristate:result'],
+        rows = [(e['tristate:action'], e['tristate:result'],
                  e['tristate:vm_state_before'], e['tristate:vm_state_after'],
                  e['start_time'], e['tristate:finish_time'], e['user_id'],
                  e['tristate:task_id'], e['message'])
