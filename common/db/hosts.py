@@ -254,13 +254,14 @@ class HostsMixin:
 
     def find_hosts(self, *, vcpus, memory_mb, disk_gb, ratios, alive_since,
                    pack=False, limit=10, only=None, exclude=(),
-                   reserved=None):
+                   reserved=None, zone=None):
         """Hosts that pass the scheduler's filters, best first.
 
         Filters: enabled; heartbeat since ``alive_since``; room for the
         resources under the allocation ratios; ``only`` (one host) and
         ``exclude``; ``reserved``, the lease filter
-        (:func:`common.db.lease_hosts.placement`), if given. Weigher: most
+        (:func:`common.db.lease_hosts.placement`), if given; ``zone``, (an
+        availability zone, whether it is the default one). Weigher: most
         free RAM under ``ram_ratio`` first (spread), or least (``pack``),
         ties by name.
 
@@ -273,7 +274,7 @@ class HostsMixin:
         """
         values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
                                 alive_since, pack, limit, only, exclude,
-                                reserved)
+                                reserved, zone)
         return self.db.transaction(
             lambda conn: scheduling.find(conn, values, **shape),
             readonly=True)
