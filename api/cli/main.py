@@ -13,7 +13,8 @@
     tristate image create debian-12 --file /tmp/disk.raw
     tristate image list
     tristate lease create night --start now --end "2026-01-02 06:00"
-    tristate aggregate create --zone east rack-1; tristate aggregate add host rack-1 host1
+    tristate aggregate create --zone east rack-1
+    tristate aggregate add host rack-1 host1
     tristate availability-zone list [--long]
 
 Who you are and where the API is follow openstackclient
