@@ -62,3 +62,15 @@ def test_a_zone_with_no_host_buries_every_build(conf, make_plane, ctx):
     insts = _build_all(plane, ctx, ['empty'])
     assert {i['vm_state'] for i in insts} == {vm.ERROR}
     assert plane.statedb.list_allocations() == []
+
+
+def test_zoned_builds_on_each_database(plane_on_each_database, ctx):
+    """The same on SQLite and PostgreSQL (the zone filter is one EXISTS in
+    the scheduler's statement; its conditional allocation unchanged)."""
+    plane = plane_on_each_database
+    first, second = plane.host_names
+    _zone(plane, 'east', [first])
+    insts = _build_all(plane, ctx, ['east', 'nova'])
+    placed = {(i['availability_zone'], i['host']) for i in insts}
+    assert {i['vm_state'] for i in insts} == {vm.ACTIVE}
+    assert placed == {('east', first), ('nova', second)}
