@@ -7,9 +7,9 @@ below). Nova's rules, each checked in the transaction that would break it:
 a host is in at most one zone (a second aggregate naming another zone is
 refused), an aggregate's zone is never empty, and no change moves a host
 that runs instances into another zone. Every change locks the aggregate's
-row and then the rows of the hosts it concerns (``FOR UPDATE`` on
-PostgreSQL; SQLite serialises writers), so two concurrent changes cannot
-both pass a check the other breaks.
+row, then the rows of the hosts it concerns, always in that order (``FOR
+UPDATE`` on PostgreSQL; SQLite serialises writers), so two concurrent
+changes cannot both pass a check the other breaks.
 
 The scheduler reads zones through :func:`zone_filter`: an ``EXISTS`` on
 the metadata index, added to its statement only when a build asks for a
@@ -264,12 +264,12 @@ class AggregatesMixin:
 
     def aggregate_add_host(self, aggregate_id, host):
         def txn(conn):
+            found = _locked(conn, aggregate_id)
             _lock_hosts(conn, [host])
             if conn.execute(sa.select(H.c.name).where(
                     H.c.name == host)).first() is None:
                 raise exception.HostNotFound(
                     'Compute host %s could not be found.' % host)
-            found = _locked(conn, aggregate_id)
             if host in _hosts_of(conn, aggregate_id):
                 raise exception.Conflict('Aggregate %s already has host %s.'
                                          % (aggregate_id, host))
@@ -289,8 +289,8 @@ class AggregatesMixin:
 
     def aggregate_remove_host(self, aggregate_id, host):
         def txn(conn):
-            _lock_hosts(conn, [host])
             found = _locked(conn, aggregate_id)
+            _lock_hosts(conn, [host])
             if host not in _hosts_of(conn, aggregate_id):
                 raise exception.NotFound(
                     'Cannot remove host %s in aggregate %s'
