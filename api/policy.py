@@ -109,7 +109,7 @@ def list_rules():
               ('GET', '/os-hypervisors/detail'),
               ('GET', '/os-hypervisors/{hypervisor_id}')),
     ] + (_action_rules() + _lease_rules() + _accounting_rules()
-         + _catalogue_rules())
+         + _catalogue_rules() + _zone_rules())
 
 
 def _catalogue_rules():
@@ -149,6 +149,33 @@ def _catalogue_rules():
               ('GET', '/os-instance_usage_audit_log')),
         _rule('tristate:extensions', ANYONE, 'List the API extensions.',
               ('GET', '/extensions')),
+    ]
+
+
+def _zone_rules():
+    """Aggregates, availability zones and migrations (Nova's defaults)."""
+    return [
+        _rule('tristate:aggregates', ADMIN, 'List, show, create, update '
+              'and delete host aggregates; add and remove hosts; set their '
+              'metadata.', ('GET', '/os-aggregates'),
+              ('POST', '/os-aggregates'),
+              ('GET', '/os-aggregates/{aggregate_id}'),
+              ('PUT', '/os-aggregates/{aggregate_id}'),
+              ('DELETE', '/os-aggregates/{aggregate_id}'),
+              ('POST', '/os-aggregates/{aggregate_id}/action')),
+        _rule('tristate:availability_zone:list', ANYONE,
+              'List the availability zones.',
+              ('GET', '/os-availability-zone')),
+        _rule('tristate:availability_zone:detail', ADMIN,
+              'List the availability zones with their hosts and services.',
+              ('GET', '/os-availability-zone/detail')),
+        _rule(SERVERS % 'create:forced_host', ADMIN,
+              'Build a server on a given host (availability_zone '
+              'ZONE:HOST or ZONE::NODE).', ('POST', '/servers')),
+        _rule('tristate:migrations:index', ADMIN,
+              'List the migrations (resizes and live migrations) of every '
+              'server, or of one.', ('GET', '/os-migrations'),
+              ('GET', '/servers/{server_id}/migrations')),
     ]
 
 

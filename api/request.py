@@ -120,7 +120,23 @@ def server_body(inst, up=None, fault=None, kind=views.SHOW):
     return views.server(
         inst, version=version(), links=links(),
         host_up=up.get(inst.get('host'), False), fault=fault,
-        extended=extended, host_status=host_status, kind=kind)
+        extended=extended, host_status=host_status, kind=kind,
+        zone=zone_of(inst))
+
+
+def zone_of(inst):
+    """The server's availability zone as Nova shows it: its host's (the
+    zones read once per request), or while it has no host the zone it
+    asked for, or ''."""
+    host = inst.get('host')
+    if not host:
+        return inst.get('availability_zone') or ''
+    zones = flask.g.get('host_zones')
+    if zones is None:
+        statedb = getattr(services().client, 'statedb', None)
+        zones = flask.g.host_zones = (
+            {} if statedb is None else statedb.host_zones())
+    return zones.get(host, services().conf.default_availability_zone)
 
 
 def _sees_where(project_id):

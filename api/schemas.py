@@ -78,7 +78,7 @@ def _object(required=(), **properties):
 # route refuses them (api/routes/servers.py, refuse_unbuilt) with a 400
 # naming the issue that builds each, beside the values it does honour.
 _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
-                   'availability_zone', 'user_data', 'config_drive',
+                   'user_data', 'config_drive',
                    'adminPass', 'OS-DCF:diskConfig',
                    'accessIPv4', 'accessIPv6', 'hostname')
 
@@ -125,7 +125,7 @@ CREATE_SERVER = _object(
         description=DESCRIPTION, tags=TAGS,
         min_count=COUNT, max_count=COUNT,
         return_reservation_id=BOOLEAN,
-        block_device_mapping_v2=IMAGE_ROOT_DISK,
+        block_device_mapping_v2=IMAGE_ROOT_DISK, availability_zone=NAME,
         **dict.fromkeys(_IGNORED_CREATE, ANYTHING)),
     **{'os:scheduler_hints': SCHEDULER_HINTS,
        'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})

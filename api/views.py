@@ -21,7 +21,6 @@ POLICY_COLUMNS = {'user_shutdown': 'user_shutdown_policy',
                   'crash': 'crash_policy'}
 POLICY_CHOICES = {'user_shutdown': states.USER_SHUTDOWN_POLICIES,
                   'crash': states.CRASH_POLICIES}
-AVAILABILITY_ZONE = 'nova'
 LOCKED_REASON = microversion.APIVersion(2, 73)
 
 
@@ -206,6 +205,9 @@ class _Shape:
 
 
 _MAKERS = {'tags': list, 'server_groups': list, 'scheduler_hints': dict}
+# Gated keys read from a column of another name: the zone the boot request
+# asked for is what Nova pins a server to (its request spec's zone).
+_SOURCES = {'pinned_availability_zone': 'availability_zone'}
 _SHAPES = {}
 
 
@@ -219,7 +221,7 @@ def _shape(version, kind):
 
 
 def server(inst, *, version, links, host_up=True, fault=None,
-           extended=True, host_status=True, kind=SHOW):
+           extended=True, host_status=True, kind=SHOW, zone=''):
     """The body of one server, as Nova's view ``kind`` at ``version``
     (GET /servers/{id}, an item of /servers/detail, PUT, rebuild).
 
@@ -227,7 +229,9 @@ def server(inst, *, version, links, host_up=True, fault=None,
     ``OS-EXT-SRV-ATTR:*`` keys and ``host_status`` (Nova's policies
     ``os-extended-server-attributes`` and ``servers:show:host_status``);
     keys the caller may not see are left out, as Nova does. Tristate's own
-    keys (``tristate:*``) appear only from its own microversion.
+    keys (``tristate:*``) appear only from its own microversion. ``zone``:
+    the server's availability zone as Nova shows it (its host's, or the
+    one it asked for while it has no host, or '').
     """
     shape = _shape(version, kind)
     vm_state, task_state = inst['vm_state'], inst['task_state']
@@ -256,13 +260,13 @@ def server(inst, *, version, links, host_up=True, fault=None,
     if fault is not None:
         body['fault'] = fault
     if shape.full:
-        _add_extensions(body, inst, shape, extended)
+        _add_extensions(body, inst, shape, extended, zone)
         if shape.host_status and host_status:
             body['host_status'] = _host_status(inst, host_up)
     if shape.locked:
         body['locked'] = bool(inst.get('locked'))
     for key, make, default in shape.gated:
-        value = inst.get(key)
+        value = inst.get(_SOURCES.get(key, key))
         if value is None:
             value = make() if make else default
         body[key] = value
@@ -271,12 +275,12 @@ def server(inst, *, version, links, host_up=True, fault=None,
     return body
 
 
-def _add_extensions(body, inst, shape, extended):
+def _add_extensions(body, inst, shape, extended, zone):
     """Nova's show/detail extensions: zone, states, usage, where it runs."""
     body.update({
         'key_name': inst.get('key_name'),
         'config_drive': '',
-        'OS-EXT-AZ:availability_zone': AVAILABILITY_ZONE,
+        'OS-EXT-AZ:availability_zone': zone,
         'OS-EXT-STS:vm_state': status.shown_vm_state(inst['vm_state'],
                                                      shape.version),
         'OS-EXT-STS:task_state': inst['task_state'],

@@ -35,12 +35,15 @@ from api import request
 from api.image import app as image_app
 from api.reservation import app as reservation_app
 from api.routes import accounting
+from api.routes import aggregates
+from api.routes import availability_zones
 from api.routes import catalog
 from api.routes import flavors
 from api.routes import image_metadata
 from api.routes import images
 from api.routes import leases
 from api.routes import limits
+from api.routes import migrations
 from api.routes import noauth_identity
 from api.routes import os_hosts
 from api.routes import server_actions
@@ -66,7 +69,8 @@ def create_app(conf, client, *, policy=None):
     for blueprint in (versions.bp, servers.bp, server_actions.bp,
                       server_attrs.bp, catalog.bp, leases.bp, os_hosts.bp,
                       accounting.bp, images.bp, image_metadata.bp,
-                      flavors.bp, limits.bp, services_routes.bp):
+                      flavors.bp, limits.bp, services_routes.bp,
+                      aggregates.bp, availability_zones.bp, migrations.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)

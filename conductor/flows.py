@@ -78,7 +78,7 @@ def _locking_name(changes):
 
 _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'tags': list, 'boot_reservation_id': str,
-                      'launch_index': int}
+                      'launch_index': int, 'availability_zone': str}
 
 
 def _create_attributes(attributes, metadata_items):
@@ -154,7 +154,10 @@ class Flows:
     # --- create and build -----------------------------------------------------
 
     def create(self, ctx, *, name, flavor, image_ref, policies,
-               reservation_id=None, attributes=None):
+               reservation_id=None, attributes=None, force_host=None):
+        """``attributes`` may hold the ``availability_zone`` asked for
+        (every build of the instance honours it); ``force_host``: the
+        admin's host for this first build (``zone:host``)."""
         validate_name(name)
         attributes = _create_attributes(attributes,
                                         self.conf.quota.metadata_items)
@@ -179,7 +182,8 @@ class Flows:
         # answer is the row as this conductor left it (no read-back).
         with self._unsent_fails(task_ctx, inst, 'build'):
             inst = self._build(task_ctx, inst, chosen, 'build', {},
-                               reservation_id=reservation_id)
+                               reservation_id=reservation_id,
+                               force_host=force_host)
         return _started(inst, task_ctx)
 
     @contextlib.contextmanager
@@ -205,7 +209,7 @@ class Flows:
         return _started(inst, task_ctx)
 
     def _build(self, task_ctx, inst, flavor, action, params,
-               reservation_id=None):
+               reservation_id=None, force_host=None):
         """Schedule and send the build; returns the instance as this
         conductor left it (the agent may be further on already)."""
         uuid = inst['uuid']
@@ -214,7 +218,8 @@ class Flows:
                 self.gateway.progress(task_ctx, uuid,
                                       step=states.step.SCHEDULING)
             host = self.scheduler.select_and_allocate(
-                task_ctx, uuid, flavor, reservation_id=reservation_id)
+                task_ctx, uuid, flavor, reservation_id=reservation_id,
+                only=force_host, zone=inst.get('availability_zone'))
         except exception.NoValidHost as err:
             return self.gateway.bury(task_ctx, uuid, reason=err.message,
                                      use_pending=self.conf.use_pending_state)

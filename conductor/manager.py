@@ -54,11 +54,13 @@ class ConductorManager:
 
     @_expected
     def create_instance(self, ctx, name, flavor, image_ref, policies,
-                        reservation_id=None, attributes=None):
+                        reservation_id=None, attributes=None,
+                        force_host=None):
         return self.flows.create(ctx, name=name, flavor=flavor,
                                  image_ref=image_ref, policies=policies,
                                  reservation_id=reservation_id,
-                                 attributes=attributes)
+                                 attributes=attributes,
+                                 force_host=force_host)
 
     @_expected
     def run_action(self, ctx, instance_uuid, action, params):

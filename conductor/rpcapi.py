@@ -42,6 +42,10 @@ Version history:
   ``attributes`` (description, user metadata, tags, the boot request's
   reservation id and launch index); tenant_usage_page (API tier: Nova's
   usage paging from 2.40, ``marker``/``limit`` over instances).
+* 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
+  and its ``attributes`` may carry ``availability_zone`` (the zone every
+  build of the instance is placed in). (1.9-1.12: other helpers' entries,
+  ordered at merge.)
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -53,7 +57,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.8'
+VERSION = '1.13'
 BASE_VERSION = '1.0'
 
 
@@ -106,7 +110,8 @@ class ConductorAPI:
     # --- API tier --------------------------------------------------------------
 
     def create_instance(self, ctx, *, name, flavor, image_ref, policies=None,
-                        reservation_id=None, attributes=None):
+                        reservation_id=None, attributes=None,
+                        force_host=None):
         kwargs = {}
         if reservation_id is not None:      # 1.1; a 1.0 call has no such key
             self._need('1.1', 'scheduling on a reservation')
@@ -120,6 +125,12 @@ class ConductorAPI:
             self._need('1.8', 'a server\'s description, metadata, tags or '
                        'min_count/max_count')
             kwargs.update(version='1.8', attributes=attributes)
+        if force_host is not None or (attributes or {}).get(
+                'availability_zone') is not None:           # 1.13
+            self._need('1.13', 'an availability zone or a forced host')
+            kwargs['version'] = '1.13'
+            if force_host is not None:
+                kwargs['force_host'] = force_host
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)

@@ -13,6 +13,9 @@
     tristate image create debian-12 --file /tmp/disk.raw
     tristate image list
     tristate lease create night --start now --end "2026-01-02 06:00"
+    tristate aggregate create --zone east rack-1
+    tristate aggregate add host rack-1 host1
+    tristate availability-zone list [--long]
 
 Who you are and where the API is follow openstackclient
 (:mod:`api.cli.auth`): ``--os-cloud``/``OS_CLOUD`` and ``clouds.yaml``,
@@ -32,6 +35,7 @@ from cliff import commandmanager
 import openstack.config
 
 from api.cli import accounting
+from api.cli import aggregates
 from api.cli import auth
 from api.cli import catalog
 from api.cli import client as client_mod
@@ -39,8 +43,10 @@ from api.cli import events
 from api.cli import images
 from api.cli import leases
 from api.cli import servers
+from api.cli import zones
 
-COMMAND_MODULES = (servers, events, catalog, accounting, images, leases)
+COMMAND_MODULES = (servers, events, catalog, accounting, images, leases,
+                   aggregates, zones)
 
 
 class TristateApp(app.App):

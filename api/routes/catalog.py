@@ -269,11 +269,3 @@ def servers(pattern):
               servers=[i for i in insts if i['host'] == h['name']])
         for h in hosts]}
 
-
-@bp.get('/os-aggregates')
-def aggregates():
-    """Tristate makes no host aggregates: there are none (openstackclient's
-    ``hypervisor show`` lists them). Creating one is not supported: the
-    POST route does not exist."""
-    request.authorize('tristate:hypervisors:index')
-    return {'aggregates': []}

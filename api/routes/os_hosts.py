@@ -6,7 +6,7 @@ only. (The leases' reservable pool is Blazar's ``/v1/os-hosts`` under
     GET /v2.1/os-hosts/{host}     {"host": [{"resource": {...}}, ...]}
 
 As Nova answers them below 2.43: the list names each enabled compute
-host (service ``compute``, zone ``nova``); a host shows its total, used
+host (service ``compute``, in its availability zone); a host shows its total, used
 now, used by its instances' flavors (``(used_max)``) and per project.
 Tristate runs no other Nova service a host list would name. From 2.43 every
 ``os-hosts`` path is 404, as in Nova. Nova's ``PUT`` (enable, maintenance
@@ -21,7 +21,6 @@ import flask
 
 from api import microversion
 from api import request
-from api import views
 from common import exception
 from common.states import vm
 
@@ -52,11 +51,12 @@ def _hosts():
 def index():
     request.authorize(RULE)
     zone = flask.request.args.get('zone')
-    if zone and zone != views.AVAILABILITY_ZONE:
-        return {'hosts': []}
-    return {'hosts': [{'host_name': h['name'], 'service': 'compute',
-                       'zone': views.AVAILABILITY_ZONE}
-                      for h in _hosts() if h.get('enabled', True)]}
+    zones = request.services().client.statedb.host_zones()
+    default = request.services().conf.default_availability_zone
+    found = [{'host_name': h['name'], 'service': 'compute',
+              'zone': zones.get(h['name'], default)}
+             for h in _hosts() if h.get('enabled', True)]
+    return {'hosts': [h for h in found if not zone or h['zone'] == zone]}
 
 
 def _resource(host, project, cpu, memory_mb, disk_gb):

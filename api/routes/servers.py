@@ -18,6 +18,7 @@ from api import schemas
 from api import server_filters
 from api import status
 from api import views
+from api.routes import availability_zones
 from common import actions as table
 from common import exception
 from common import flavors
@@ -348,7 +349,6 @@ _UNBUILT = {'networks': 'guest networking (issue 23)',
             'config_drive': 'guest access (issue 24)',
             'adminPass': 'guest access (issue 24)',
             'hostname': 'guest access (issue 24)',
-            'availability_zone': 'availability zones (issue 25)',
             'OS-DCF:diskConfig': 'an AUTO disk config'}
 _BUILT_VALUES = {'networks': ('auto', 'none'),
                  'config_drive': (False, '', 'false', 'False', 'FALSE', '0'),
@@ -404,16 +404,21 @@ def create():
     _check_root_disk(body, image_ref)
     refuse_unbuilt(body)
     low, high = multicreate.counts(body)
+    zone, force_host = availability_zones.requested(
+        body.get('availability_zone'))
     request.boot_image(image_ref, flavor)
     attributes = dict(_attributes(body),
                       boot_reservation_id=multicreate.reservation_id())
+    if zone is not None:
+        attributes['availability_zone'] = zone
 
     def create_one(name, launch_index):
         return request.services().client.create_instance(
             request.context(), name=name, flavor=flavor,
             image_ref=image_ref, policies=policies,
             attributes=dict(attributes, launch_index=launch_index),
-            **({'reservation_id': reservation} if reservation else {}))
+            **({'reservation_id': reservation} if reservation else {}),
+            **({'force_host': force_host} if force_host else {}))
     made = multicreate.create(
         name=body['name'], low=low, high=high, create_one=create_one,
         # the quota's room for several servers (one: the conductor checks)

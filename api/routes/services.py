@@ -7,16 +7,17 @@ them (admin only).
     DELETE /os-services/{id}          (int before 2.53, uuid from 2.53)
     GET    /os-instance_usage_audit_log[/{before}]
 
-Each host is one ``nova-compute`` service (zone ``nova``), its status the
-host's ``enabled`` and its state up while its agent's heartbeats arrive
-and no admin forced it down; each conductor is a ``nova-conductor``
-(zone ``internal``), always enabled (the conductor also schedules: there
-is no separate ``nova-scheduler``). Only ``nova-compute`` services can be
-disabled or forced down: the scheduler then places nothing there (a
-disabled host keeps what runs on it; a forced-down host is shown down and
-takes no action but delete). Ids: a compute's is its hypervisor number, a
-conductor's is :data:`CONDUCTOR_IDS` plus its service row's; from 2.53 a
-uuid derived from the binary and the host.
+Each host is one ``nova-compute`` service (in its availability zone:
+common/db/aggregates.py), its status the host's ``enabled`` and its state
+up while its agent's heartbeats arrive and no admin forced it down; each
+conductor is a ``nova-conductor`` (in ``[DEFAULT]
+internal_service_availability_zone``), always enabled (the conductor also
+schedules: there is no separate ``nova-scheduler``). Only ``nova-compute``
+services can be disabled or forced down: the scheduler then places nothing
+there (a disabled host keeps what runs on it; a forced-down host is shown
+down and takes no action but delete). Ids: a compute's is its hypervisor
+number, a conductor's is :data:`CONDUCTOR_IDS` plus its service row's;
+from 2.53 a uuid derived from the binary and the host.
 """
 
 import datetime
@@ -83,12 +84,12 @@ def _down_after():
         seconds=request.services().conf.conductor.service_down_time)
 
 
-def _compute(host, now):
+def _compute(host, now, zone):
     beat = host['last_heartbeat']
     up = (beat is not None and now - beat <= _down_after()
           and not host['forced_down'])
     return {'binary': COMPUTE, 'host': host['name'], 'id': host['number'],
-            'uuid': service_uuid(COMPUTE, host['name']), 'zone': 'nova',
+            'uuid': service_uuid(COMPUTE, host['name']), 'zone': zone,
             'status': 'enabled' if host['enabled'] else 'disabled',
             'state': 'up' if up else 'down',
             'updated_at': views.isotime(beat),
@@ -96,11 +97,11 @@ def _compute(host, now):
             'forced_down': bool(host['forced_down'])}
 
 
-def _conductor(row, now):
+def _conductor(row, now, zone):
     seen = row['last_seen']
     return {'binary': CONDUCTOR, 'host': row['host'],
             'id': CONDUCTOR_IDS + row['id'],
-            'uuid': service_uuid(CONDUCTOR, row['host']), 'zone': 'internal',
+            'uuid': service_uuid(CONDUCTOR, row['host']), 'zone': zone,
             'status': 'enabled',
             'state': 'up' if now - seen <= _down_after() else 'down',
             'updated_at': views.isotime(seen), 'disabled_reason': None,
@@ -109,10 +110,13 @@ def _conductor(row, now):
 
 def all_services():
     """Every service, as plain records (both ids, every field)."""
-    db = _statedb()
-    now = db.clock()
-    found = [_compute(h, now) for h in db.list_hosts()]
-    found += [_conductor(s, now) for s in db.list_services()
+    db, conf = _statedb(), request.services().conf
+    now, zones = db.clock(), db.host_zones()
+    found = [_compute(h, now, zones.get(h['name'],
+                                        conf.default_availability_zone))
+             for h in db.list_hosts()]
+    found += [_conductor(s, now, conf.internal_service_availability_zone)
+              for s in db.list_services()
               if s['binary'] == services_db.CONDUCTOR]
     return found
 

@@ -8,6 +8,7 @@ build their own ``cfg.ConfigOpts()`` and call :func:`register_all` on it.
 from oslo_config import cfg
 
 from common.conf import api
+from common.conf import availability_zone
 from common.conf import compute
 from common.conf import conductor
 from common.conf import database
@@ -36,7 +37,8 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             libvirt,
             image,
             fake_driver,
-            shutdown)
+            shutdown,
+            availability_zone)
 
 
 def register_all(conf):

@@ -34,11 +34,13 @@ from common import actions
 from common import exception
 from common import states
 from common.db import accounting
+from common.db import aggregates
 from common.db import attributes
 from common.db import domains
 from common.db import flavors as flavors_db
 from common.db import hosts as hosts_db
 from common.db import models
+from common.db import moves
 from common.db import power as power_db
 from common.db import prepared
 from common.db import quotas
@@ -58,7 +60,8 @@ CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'vcpus', 'memory_mb', 'disk_gb', 'image_ref',
                             'user_shutdown_policy', 'crash_policy',
                             'description', 'metadata', 'tags',
-                            'boot_reservation_id', 'launch_index'})
+                            'boot_reservation_id', 'launch_index',
+                            'availability_zone'})
 # Claims checked against the project's quota (the others hold what they held).
 QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,
@@ -221,7 +224,8 @@ def _host_guard(host):
 
 class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               hosts_db.HostsMixin, domains.DomainsMixin,
-              attributes.AttributesMixin, flavors_db.FlavorsMixin):
+              attributes.AttributesMixin, flavors_db.FlavorsMixin,
+              aggregates.AggregatesMixin, moves.MovesMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.

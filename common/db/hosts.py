@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from common import exception
 from common.db import lease_hosts
 from common.db import models
+from common.db import moves
 from common.db import prepared
 from common.db import scheduling
 from common.db import services
@@ -165,13 +166,17 @@ def _binds(vcpus, memory_mb, disk_gb, ratios):
 
 
 def _search(vcpus, memory_mb, disk_gb, ratios, alive_since, pack, limit,
-            only, exclude, reserved):
-    """The bound values and the shape of a scheduler's search."""
+            only, exclude, reserved, zone=None):
+    """The bound values and the shape of a scheduler's search. ``zone``:
+    None, or (name, whether it is the default zone)."""
     values = dict(_binds(vcpus, memory_mb, disk_gb, ratios),
                   b_alive_since=alive_since, b_only=only,
-                  b_exclude=list(exclude), b_free_above=memory_mb - 1)
+                  b_exclude=list(exclude), b_free_above=memory_mb - 1,
+                  b_zone=zone[0] if zone else None)
     shape = {'pack': pack, 'only': only is not None, 'exclude': bool(exclude),
-             'limit': limit, 'reserved': reserved}
+             'limit': limit, 'reserved': reserved,
+             'zone': None if not zone else ('default' if zone[1]
+                                            else 'named')}
     return values, shape
 
 
@@ -249,13 +254,14 @@ class HostsMixin:
 
     def find_hosts(self, *, vcpus, memory_mb, disk_gb, ratios, alive_since,
                    pack=False, limit=10, only=None, exclude=(),
-                   reserved=None):
+                   reserved=None, zone=None):
         """Hosts that pass the scheduler's filters, best first.
 
         Filters: enabled; heartbeat since ``alive_since``; room for the
         resources under the allocation ratios; ``only`` (one host) and
         ``exclude``; ``reserved``, the lease filter
-        (:func:`common.db.lease_hosts.placement`), if given. Weigher: most
+        (:func:`common.db.lease_hosts.placement`), if given; ``zone``, (an
+        availability zone, whether it is the default one). Weigher: most
         free RAM under ``ram_ratio`` first (spread), or least (``pack``),
         ties by name.
 
@@ -268,7 +274,7 @@ class HostsMixin:
         """
         values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
                                 alive_since, pack, limit, only, exclude,
-                                reserved)
+                                reserved, zone)
         return self.db.transaction(
             lambda conn: scheduling.find(conn, values, **shape),
             readonly=True)
@@ -277,13 +283,14 @@ class HostsMixin:
                           disk_gb, ratios, alive_since, pack=False, limit=10,
                           only=None, exclude=(), reserved=None,
                           purpose='instance', flavor_name=None,
-                          reservation_id=None):
+                          reservation_id=None, zone=None):
         """:meth:`find_hosts`, then :meth:`allocate` on the first of them
         that still has room, in one transaction; the host's name, or None
-        when none had room."""
+        when none had room. ``zone``: (name, is the default zone) to
+        choose among that availability zone's hosts only."""
         values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
                                 alive_since, pack, limit, only, exclude,
-                                reserved)
+                                reserved, zone)
         take = scheduling.take_query(reserved=reserved)
 
         def txn(conn):
@@ -353,6 +360,7 @@ class HostsMixin:
             conn.execute(sa.delete(services.S).where(
                 services.S.c.host == host,
                 services.S.c.binary == services.AGENT))
+            self.forget_host_in_aggregates(conn, host)
             conn.execute(sa.delete(H).where(H.c.name == host))
         self.db.transaction(txn)
 
@@ -400,6 +408,9 @@ class HostsMixin:
         if reservation_id is not None:
             lease_hosts.record_instance(conn, reservation_id, instance_uuid,
                                         now)
+        moves.record(conn, instance_uuid=instance_uuid, task_id=ctx.task_id,
+                     purpose=purpose, dest_host=values['b_host'],
+                     flavor_name=flavor_name, now=now)
         return True
 
     def free_allocations(self, ctx, instance_uuid, *, host=None,

@@ -105,6 +105,10 @@ class Instance(Base):
                                                             index=True)
     launch_index: Mapped[int] = mapped_column(Integer, default=0,
                                               server_default='0')
+    # The availability zone the boot request asked for (None: any), which
+    # every build of the instance honours (Nova's request spec's zone,
+    # shown as ``pinned_availability_zone`` from 2.96).
+    availability_zone: Mapped[str | None] = mapped_column(_name)
 
 
 class Host(Base):
@@ -519,3 +523,64 @@ class QuotaClassLimit(Base):
     resource: Mapped[str] = mapped_column(String(64), primary_key=True)
     hard_limit: Mapped[int] = mapped_column(Integer)
     updated_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+# --- host aggregates and availability zones (issue 25) -----------------------
+# Written only by common/db/aggregates.py. A host's zone is the
+# ``availability_zone`` metadata of an aggregate it is in, else [DEFAULT]
+# default_availability_zone.
+
+class Aggregate(Base):
+    """Nova's host aggregate: a named set of hosts with metadata."""
+    __tablename__ = 'aggregates'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    uuid: Mapped[str] = mapped_column(_uuid, unique=True)
+    name: Mapped[str] = mapped_column(_name, unique=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class AggregateHost(Base):
+    __tablename__ = 'aggregate_hosts'
+
+    aggregate_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('aggregates.id'), primary_key=True)
+    host: Mapped[str] = mapped_column(_name, primary_key=True, index=True)
+
+
+class AggregateMetadata(Base):
+    __tablename__ = 'aggregate_metadata'
+    # the scheduler's zone filter looks up (key, value) then the hosts
+    __table_args__ = (Index('ix_aggregate_metadata_key_value', 'key',
+                            'value'),)
+
+    aggregate_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('aggregates.id'), primary_key=True)
+    key: Mapped[str] = mapped_column(_name, primary_key=True)
+    value: Mapped[str] = mapped_column(_name)
+
+
+class Migration(Base):
+    """A move of an instance (a resize, a live migration), recorded in
+    the transaction that takes its destination's resources; its status is
+    read from the action log rows of its task and of the confirm or
+    revert that ends it (api/routes/migrations.py)."""
+    __tablename__ = 'migrations'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    uuid: Mapped[str] = mapped_column(_uuid, unique=True)
+    task_id: Mapped[str] = mapped_column(_uuid, unique=True)
+    instance_uuid: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('instances.uuid'), index=True)
+    # 'resize' or 'live-migration' (Nova's migration_type)
+    migration_type: Mapped[str] = mapped_column(String(32))
+    source_host: Mapped[str | None] = mapped_column(_name)
+    dest_host: Mapped[str | None] = mapped_column(_name)
+    old_flavor_name: Mapped[str | None] = mapped_column(_name)
+    new_flavor_name: Mapped[str | None] = mapped_column(_name)
+    user_id: Mapped[str | None] = mapped_column(_name)
+    project_id: Mapped[str | None] = mapped_column(_name)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)

@@ -18,6 +18,7 @@ The weigher, ``memory_mb x ram_ratio - used_memory_mb``, is stored in
 
 import sqlalchemy as sa
 
+from common.db import aggregates
 from common.db import lease_hosts
 from common.db import models
 from common.db import prepared
@@ -75,10 +76,12 @@ def _cached(key, reserved, build, *, expanding=False):
     return _CACHE[key]
 
 
-def find_query(*, pack, fast, only, exclude, limit, reserved):
+def find_query(*, pack, fast, only, exclude, limit, reserved, zone=None):
     """Hosts with room, best first. Binds (``b_`` + name): vcpus,
     memory_mb, disk_gb, the three ratios, alive_since, free_above (fast),
-    only, exclude."""
+    only, exclude, zone. ``zone``: None (any zone), ``'named'`` (the hosts
+    of zone ``b_zone``) or ``'default'`` (``b_zone`` is the default zone:
+    its hosts and those no aggregate puts in a zone)."""
     def build():
         where = _room() + [H.c.last_heartbeat >= _p('alive_since')]
         if fast:
@@ -95,9 +98,12 @@ def find_query(*, pack, fast, only, exclude, limit, reserved):
                                                       expanding=True)))
         if reserved is not None:
             where.append(reserved)
+        if zone is not None:
+            where.append(aggregates.zone_filter(default=zone == 'default'))
         return sa.select(H).where(*where).order_by(
             weigher.asc() if pack else weigher.desc(), H.c.name).limit(limit)
-    key = ('find', pack, fast, only, exclude, limit, reserved is not None)
+    key = ('find', pack, fast, only, exclude, limit, reserved is not None,
+           zone)
     return _cached(key, reserved, build, expanding=exclude)
 
 

@@ -10,6 +10,10 @@ over-commit. Both run in one transaction
 :class:`~common.exception.NoValidHost` with the reason, and
 ``select_destinations.error``.
 
+A build that asks for an availability zone is placed on that zone's
+hosts only (the zone filter of :func:`common.db.aggregates.zone_filter`,
+part of the same search; none when no zone is asked).
+
 Leases (:func:`common.db.lease_hosts.placement`): a request that names no
 reservation never lands on a host an active reservation holds; one that
 names a reservation (``reservation_id``) lands only on its hosts, and is
@@ -41,17 +45,20 @@ class Scheduler:
 
     def select_and_allocate(self, task_ctx, instance_uuid, flavor, *,
                             purpose='instance', only=None, exclude=(),
-                            reservation_id=None):
+                            reservation_id=None, zone=None):
         """Allocate ``flavor`` for the task on the best host; return its name.
 
-        ``only`` restricts the choice to one host (resize in place),
-        ``exclude`` removes hosts (a migration's source), ``reservation_id``
-        asks for the hosts of that reservation.
+        ``only`` restricts the choice to one host (resize in place, a
+        forced host), ``exclude`` removes hosts (a migration's source),
+        ``reservation_id`` asks for the hosts of that reservation, ``zone``
+        for the hosts of that availability zone.
         """
         request = {'instance_uuid': instance_uuid, 'flavor': flavor.name,
                    'only': only, 'exclude': list(exclude)}
         if reservation_id is not None:
             request['reservation_id'] = reservation_id
+        if zone is not None:
+            request['availability_zone'] = zone
         leases = purpose != 'resize'
         reserved = (lease_hosts.placement(reservation_id, task_ctx.project_id)
                     if leases else None)
@@ -68,12 +75,16 @@ class Scheduler:
             limit=self.conf.scheduler.max_attempts, only=only,
             exclude=exclude, reserved=reserved, purpose=purpose,
             flavor_name=flavor.name,
-            reservation_id=reservation_id if leases else None)
+            reservation_id=reservation_id if leases else None,
+            zone=None if zone is None else (
+                zone, zone == self.conf.default_availability_zone))
         if host is not None:
             self.notifier.info(task_ctx, 'select_destinations.end',
                                'RequestSpecPayload', dict(request, host=host))
             return host
         reason = self._explain(flavor, only)
+        if zone is not None:
+            reason += ' in availability zone %s' % zone
         if leases:
             reason += self._explain_leases(task_ctx, reservation_id)
         self.notifier.error(task_ctx, 'select_destinations.error',

@@ -164,3 +164,37 @@ def test_server_event_list_and_show(tristate, servers):
     missing = tristate.run(*ALICE, 'server', 'event', 'show', 'db-1',
                            'no-such-request', ok=False)
     assert missing.returncode == 1 and 'HTTP 404' in missing.stderr
+
+
+def test_aggregate_and_availability_zone_commands(tristate, servers):
+    made = tristate.json(*ADMIN, 'aggregate', 'create', '--zone', 'east',
+                         'rack-1')
+    assert made['availability_zone'] == 'east'
+    # host1 runs servers: moving it to another zone is refused, as in Nova
+    moved = tristate.run(*ADMIN, 'aggregate', 'add', 'host', 'rack-1',
+                         'host1', ok=False)
+    assert moved.returncode == 1 and 'HTTP 409' in moved.stderr, moved.stderr
+    tristate.json(*ADMIN, 'aggregate', 'create', 'ssds')
+    tristate.json(*ADMIN, 'aggregate', 'add', 'host', 'ssds', 'host1')
+    tristate.run(*ADMIN, 'aggregate', 'set', '--property', 'ssd=true',
+                 'ssds')
+    shown = tristate.json(*ADMIN, 'aggregate', 'show', 'ssds')
+    assert (shown['hosts'], shown['properties']) == ('host1', 'ssd=true')
+    listed = tristate.json(*ADMIN, 'aggregate', 'list', '--long')
+    assert [(a['Name'], a['Availability Zone'], a['Hosts']) for a in listed
+            ] == [('rack-1', 'east', ''), ('ssds', None, 'host1')]
+    tristate.run(*ADMIN, 'aggregate', 'unset', '--property', 'ssd', 'ssds')
+    assert tristate.json(*ADMIN, 'aggregate', 'show', 'ssds')[
+        'properties'] == ''
+    zones = tristate.json(*ALICE, 'availability-zone', 'list')
+    assert zones == [{'Zone Name': 'nova', 'Zone Status': 'available'}]
+    detail = tristate.json(*ADMIN, 'availability-zone', 'list', '--long')
+    assert sorted((r['Zone Name'], r['Host Name']) for r in detail
+                  if r['Service Name'] == 'nova-compute') == [
+        ('nova', 'host1'), ('nova', 'host2')]
+    assert 'HTTP 403' in tristate.run(*ALICE, 'aggregate', 'list',
+                                      ok=False).stderr
+    tristate.json(*ADMIN, 'aggregate', 'remove', 'host', 'ssds', 'host1')
+    for name in ('ssds', 'rack-1'):
+        tristate.run(*ADMIN, 'aggregate', 'delete', name)
+    assert tristate.json(*ADMIN, 'aggregate', 'list') == []

@@ -11,7 +11,8 @@ Fixed: the route refuses each such field with a 400 naming it and the
 issue that builds it, and creates nothing; the values Tristate does honour
 pass (``networks`` "auto"/"none", which openstackclient sends by default
 from 2.37, with no network to allocate; a false ``config_drive``; MANUAL
-disk config).
+disk config). ``availability_zone`` is honoured since issue 25 built
+zones (tests/functional/test_api_aggregates_zones.py).
 """
 
 import pytest
@@ -40,7 +41,7 @@ def _count(api):
     ('config_drive', True), ('adminPass', 'secret'),
     ('networks', [{'uuid': '3cb9bc59-5699-4588-a4b1-b87f96708bc6'}]),
     ('security_groups', [{'name': 'default'}]),
-    ('availability_zone', 'nova'), ('accessIPv4', '10.0.0.1'),
+    ('accessIPv4', '10.0.0.1'),
     ('accessIPv6', '::1'), ('hostname', 'guest'),
     ('OS-DCF:diskConfig', 'AUTO')])
 def test_a_field_nothing_acts_on_is_refused(api, field, value):
@@ -54,7 +55,7 @@ def test_a_field_nothing_acts_on_is_refused(api, field, value):
 
 @pytest.mark.parametrize('field, value', [
     ('networks', 'auto'), ('networks', 'none'), ('config_drive', False),
-    ('OS-DCF:diskConfig', 'MANUAL')])
+    ('OS-DCF:diskConfig', 'MANUAL'), ('availability_zone', 'nova')])
 def test_what_tristate_does_is_accepted(api, field, value):
     resp = _create(api, **{field: value})
     assert resp.status_code == 202, resp.get_json()

@@ -1,0 +1,135 @@
+"""The migrations record (issue 25): one row per move of an instance (a
+resize, a live migration), written in the transaction that takes the
+destination's resources (:meth:`common.db.hosts.HostsMixin._allocate`),
+with where it comes from and goes to and the flavors before and after.
+
+Its status is not stored: it is read from the action log, the one place a
+task's outcome is written, so the two can never disagree. Nova's names:
+
+=================  ==========================  ===========================
+task               resize                      live-migration
+=================  ==========================  ===========================
+running            ``migrating``               ``running``
+succeeded          ``finished`` (to confirm)   ``completed``
+then confirmed     ``confirmed``
+then reverted      ``reverted``
+rolled back        ``error``                   ``failed``
+failed, preempted  ``error``                   ``error``
+=================  ==========================  ===========================
+"""
+
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from common import states
+from common.db import models
+
+M = models.Migration.__table__
+I = models.Instance.__table__          # noqa: E741 (the table, as in api.py)
+LOGT = models.InstanceAction.__table__
+F = models.Flavor.__table__
+
+RESIZE = 'resize'
+LIVE = 'live-migration'
+_TYPES = {'resize': RESIZE, 'migration': LIVE}
+_ENDS = {'confirm_resize': 'confirmed', 'revert_resize': 'reverted'}
+_SUCCEEDED = {RESIZE: 'finished', LIVE: 'completed'}
+_ROLLED_BACK = {RESIZE: 'error', LIVE: 'failed'}
+_RUNNING = {RESIZE: 'migrating', LIVE: 'running'}
+
+
+def record(conn, *, instance_uuid, task_id, purpose, dest_host, flavor_name,
+           now):
+    """Record the move an allocation of ``purpose`` starts (a resize's or
+    a migration's; nothing for a build's)."""
+    kind = _TYPES.get(purpose)
+    if kind is None:
+        return
+    inst = conn.execute(sa.select(
+        I.c.host, I.c.flavor_name, I.c.user_id, I.c.project_id).where(
+            I.c.uuid == instance_uuid)).first()
+    conn.execute(sa.insert(M).values(
+        uuid=str(uuidlib.uuid4()), task_id=task_id,
+        instance_uuid=instance_uuid, migration_type=kind,
+        source_host=inst.host, dest_host=dest_host,
+        old_flavor_name=inst.flavor_name,
+        new_flavor_name=flavor_name if kind == RESIZE else inst.flavor_name,
+        user_id=inst.user_id, project_id=inst.project_id, created_at=now))
+
+
+def _status(kind, log, ends):
+    """(status, updated_at) of a move from its task's log row and the
+    confirm or revert rows after it."""
+    result = log['result'] if log else states.RESULT_ERROR
+    if result == states.RESULT_RUNNING:
+        return _RUNNING[kind], None
+    if result == states.RESULT_SUCCESS:
+        for end in ends:
+            if (end['result'] == states.RESULT_SUCCESS
+                    and end['started_at'] >= log['finished_at']):
+                return _ENDS[end['action']], end['finished_at']
+        return _SUCCEEDED[kind], log['finished_at']
+    if result == states.RESULT_ROLLED_BACK:
+        return _ROLLED_BACK[kind], log['finished_at']
+    return 'error', log['finished_at'] if log else None
+
+
+def _rows(conn, where):
+    query = sa.select(M, LOGT.c.result, LOGT.c.finished_at).outerjoin(
+        LOGT, LOGT.c.task_id == M.c.task_id).where(*where).order_by(
+            M.c.created_at.desc(), M.c.id.desc())
+    return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def _ends(conn, instances):
+    found = {}
+    if not instances:
+        return found
+    query = sa.select(LOGT.c.instance_uuid, LOGT.c.action, LOGT.c.result,
+                      LOGT.c.started_at, LOGT.c.finished_at).where(
+        LOGT.c.instance_uuid.in_(sorted(instances)),
+        LOGT.c.action.in_(sorted(_ENDS))).order_by(LOGT.c.started_at)
+    for row in conn.execute(query):
+        found.setdefault(row.instance_uuid, []).append(dict(row._mapping))
+    return found
+
+
+def _flavor_ids(conn, names):
+    """{flavor name: integer id} of the live flavors of ``names``."""
+    if not names:
+        return {}
+    query = sa.select(F.c.name, F.c.id).where(F.c.name.in_(sorted(names)),
+                                              F.c.deleted == 0)
+    return {r.name: r.id for r in conn.execute(query)}
+
+
+def listed(conn, *, instance_uuid=None):
+    """Every recorded move (of one instance), newest first, each with its
+    ``status``, ``updated_at`` and the flavors' integer ids."""
+    where = [] if instance_uuid is None else [
+        M.c.instance_uuid == instance_uuid]
+    rows = _rows(conn, where)
+    ends = _ends(conn, {r['instance_uuid'] for r in rows
+                        if r['migration_type'] == RESIZE})
+    ids = _flavor_ids(conn, {n for r in rows for n in (
+        r['old_flavor_name'], r['new_flavor_name']) if n})
+    for row in rows:
+        log = ({'result': row['result'], 'finished_at': row['finished_at']}
+               if row['result'] is not None else None)
+        row['status'], row['updated_at'] = _status(
+            row['migration_type'], log,
+            ends.get(row['instance_uuid'], ()) if row['migration_type']
+            == RESIZE else ())
+        row['old_flavor_id'] = ids.get(row['old_flavor_name'])
+        row['new_flavor_id'] = ids.get(row['new_flavor_name'])
+    return rows
+
+
+class MovesMixin:
+    """Needs ``self.db``."""
+
+    def list_migrations(self, *, instance_uuid=None):
+        return self.db.transaction(
+            lambda conn: listed(conn, instance_uuid=instance_uuid),
+            readonly=True)

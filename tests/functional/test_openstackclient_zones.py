@@ -1,0 +1,91 @@
+"""Host aggregates, availability zones and migrations as an operator
+reaches them with the real ``openstack`` command line (issue 25), set up
+as tests/functional/test_openstackclient.py does (its fixtures: a two-host
+plane of its own for this module, the API over real HTTP, no Keystone),
+and novaclient where openstackclient has no command."""
+
+import pytest
+
+from tests.functional import api_support
+from tests.functional import catalogue_support as support
+from tests.functional.test_openstackclient import home  # noqa: F401
+from tests.functional.test_openstackclient import osc
+from tests.functional.test_openstackclient import osc_fails
+from tests.functional.test_openstackclient import plane  # noqa: F401
+from tests.functional.test_openstackclient import url  # noqa: F401
+
+ADMIN = 'tristate-admin'
+
+
+@pytest.fixture(scope='module')
+def zone(home):  # noqa: F811
+    """Aggregate ``rack-a``, zone ``zone-a``, holding host1, made and
+    shown with openstackclient."""
+    made = osc(home, 'aggregate', 'create', '--zone', 'zone-a', 'rack-a',
+               cloud=ADMIN)
+    assert made['availability_zone'] == 'zone-a'
+    osc(home, 'aggregate', 'add', 'host', 'rack-a', 'host1', cloud=ADMIN)
+    return made
+
+
+def test_aggregate_set_show_list(home, zone):  # noqa: F811
+    osc(home, 'aggregate', 'set', '--property', 'ssd=true', 'rack-a',
+        cloud=ADMIN, parse=False)
+    shown = osc(home, 'aggregate', 'show', 'rack-a', cloud=ADMIN)
+    assert shown['hosts'] == ['host1']
+    assert shown['properties'] == {'ssd': 'true'}
+    assert shown['availability_zone'] == 'zone-a'
+    listed = osc(home, 'aggregate', 'list', '--long', cloud=ADMIN)
+    assert [(a['Name'], a['Availability Zone']) for a in listed] == [
+        ('rack-a', 'zone-a')]
+    refused = osc_fails(home, 'aggregate', 'list')
+    assert 'Policy does not allow' in refused, refused
+
+
+def test_aggregate_host_remove_and_delete(home, zone):  # noqa: F811
+    osc(home, 'aggregate', 'create', 'spare', cloud=ADMIN)
+    osc(home, 'aggregate', 'add', 'host', 'spare', 'host2', cloud=ADMIN)
+    refused = osc_fails(home, 'aggregate', 'delete', 'spare', cloud=ADMIN)
+    assert 'not empty' in refused, refused
+    removed = osc(home, 'aggregate', 'remove', 'host', 'spare', 'host2',
+                  cloud=ADMIN)
+    assert removed['hosts'] == []
+    osc(home, 'aggregate', 'delete', 'spare', cloud=ADMIN, parse=False)
+    names = [a['Name'] for a in osc(home, 'aggregate', 'list', cloud=ADMIN)]
+    assert 'spare' not in names
+
+
+def test_availability_zone_list(home, zone):  # noqa: F811
+    listed = osc(home, 'availability', 'zone', 'list', '--compute')
+    assert sorted(z['Zone Name'] for z in listed) == ['nova', 'zone-a']
+    detail = osc(home, 'availability', 'zone', 'list', '--compute', '--long',
+                 cloud=ADMIN)
+    hosts = {(z['Zone Name'], z['Host Name']) for z in detail
+             if z['Service Name'] == 'nova-compute'}
+    assert hosts == {('zone-a', 'host1'), ('nova', 'host2')}
+
+
+def test_server_create_in_a_zone_and_migration_list(home, url,  # noqa: F811
+                                                    zone):
+    made = osc(home, 'server', 'create', '--flavor', 'tiny', '--image',
+               api_support.IMAGE, '--availability-zone', 'zone-a', '--wait',
+               '--no-network', 'in-zone-a')
+    assert made['OS-EXT-AZ:availability_zone'] == 'zone-a'
+    shown = osc(home, 'server', 'show', made['id'], cloud=ADMIN)
+    assert shown['OS-EXT-SRV-ATTR:host'] == 'host1'
+    refused = osc_fails(home, 'server', 'create', '--flavor', 'tiny',
+                        '--image', api_support.IMAGE, '--no-network',
+                        '--availability-zone', 'nowhere', 'lost')
+    assert 'availability zone is not available' in refused, refused
+    osc(home, 'server', 'resize', '--flavor', 'small', '--wait', made['id'],
+        parse=False)
+    # openstackclient's ``server migration list`` asks an identity v3
+    # service for every call, which a plane without Keystone has not:
+    # novaclient's list instead
+    nova = support.nova(url, api_support.ADMIN_TOKEN, '2.23')
+    found = nova.migrations.list(instance_uuid=made['id'])
+    assert [(m.migration_type, m.status, m.source_compute)
+            for m in found] == [('resize', 'finished', 'host1')]
+    nova = support.nova(url, api_support.ADMIN_TOKEN, '2.80')
+    (found,) = nova.migrations.list(instance_uuid=made['id'])
+    assert found.project_id == shown['project_id']
