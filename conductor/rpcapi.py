@@ -42,6 +42,12 @@ Version history:
   ``attributes`` (description, user metadata, tags, the boot request's
   reservation id and launch index); tenant_usage_page (API tier: Nova's
   usage paging from 2.40, ``marker``/``limit`` over instances).
+* 1.9 - create_instance takes ``networks`` (API tier: Nova's 2.37
+  ``networks`` of a create, ``auto``, ``none`` or ``[{"uuid"[,
+  "fixed_ip"]}]``; the ports are allocated in the create's transaction).
+  Sent only when it is not ``auto`` (what a conductor before 1.9 does
+  when it has no network to allocate anyway); capped below 1.9 a request
+  naming networks is refused.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -53,7 +59,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.8'
+VERSION = '1.9'
 BASE_VERSION = '1.0'
 
 
@@ -106,7 +112,7 @@ class ConductorAPI:
     # --- API tier --------------------------------------------------------------
 
     def create_instance(self, ctx, *, name, flavor, image_ref, policies=None,
-                        reservation_id=None, attributes=None):
+                        reservation_id=None, attributes=None, networks=None):
         kwargs = {}
         if reservation_id is not None:      # 1.1; a 1.0 call has no such key
             self._need('1.1', 'scheduling on a reservation')
@@ -120,6 +126,9 @@ class ConductorAPI:
             self._need('1.8', 'a server\'s description, metadata, tags or '
                        'min_count/max_count')
             kwargs.update(version='1.8', attributes=attributes)
+        if networks not in (None, 'auto'):  # 1.9
+            self._need('1.9', 'a server\'s networks')
+            kwargs.update(version='1.9', networks=networks)
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)

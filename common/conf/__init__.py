@@ -17,6 +17,7 @@ from common.conf import image
 from common.conf import leases
 from common.conf import libvirt
 from common.conf import metrics
+from common.conf import network
 from common.conf import oslo_middleware
 from common.conf import quota
 from common.conf import reconcile
@@ -36,7 +37,8 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             libvirt,
             image,
             fake_driver,
-            shutdown)
+            shutdown,
+            network)
 
 
 def register_all(conf):
