@@ -38,9 +38,11 @@ from api.cli import client as client_mod
 from api.cli import events
 from api.cli import images
 from api.cli import leases
+from api.cli import networks
 from api.cli import servers
 
-COMMAND_MODULES = (servers, events, catalog, accounting, images, leases)
+COMMAND_MODULES = (servers, events, catalog, accounting, images, leases,
+                   networks)
 
 
 class TristateApp(app.App):

@@ -21,8 +21,8 @@ SHOW_FIELDS = (
     ('power_state', 'tristate:power_state_name'),
     ('power_reason', 'tristate:power_reason'),
     ('oper_state', 'tristate:oper_state'), ('ec2_state', 'tristate:ec2_state'),
-    ('host', 'OS-EXT-SRV-ATTR:host'), ('flavor', 'flavor'),
-    ('image', 'image'), ('user_shutdown', 'metadata'),
+    ('host', 'OS-EXT-SRV-ATTR:host'), ('addresses', 'addresses'),
+    ('flavor', 'flavor'), ('image', 'image'), ('user_shutdown', 'metadata'),
     ('crash', 'metadata'), ('project_id', 'tenant_id'),
     ('user_id', 'user_id'), ('created', 'created'), ('updated', 'updated'),
     ('fault', 'fault'),
@@ -48,7 +48,16 @@ def _value(server, title, key):
         return columns.Progress(server.get(key))
     if title == 'fault':
         return (server.get('fault') or {}).get('message')
+    if title == 'addresses':
+        return addresses(server)
     return server.get(key)
+
+
+def addresses(server):
+    """``net=addr, addr; other=addr``, as openstackclient shows them."""
+    return '; '.join('%s=%s' % (net, ', '.join(a['addr'] for a in found))
+                     for net, found in sorted(
+                         (server.get('addresses') or {}).items()))
 
 
 def show_server(server):
@@ -129,6 +138,13 @@ class CreateServer(_Waits, show.ShowOne):
         parser.add_argument('--reservation', metavar='RESERVATION_ID',
                             help='Build on the hosts of this reservation of '
                                  'an active lease (`tristate lease show`).')
+        parser.add_argument('--network', action='append', default=[],
+                            metavar='NETWORK',
+                            help='Network name or ID to plug the server '
+                                 'into, one port each (repeat for several; '
+                                 '"none" for no network). Default: the '
+                                 'default network, if any '
+                                 '(`tristate network list`).')
         self.add_wait(parser)
         return parser
 
@@ -141,6 +157,12 @@ class CreateServer(_Waits, show.ShowOne):
                     if getattr(parsed_args, key)}
         if metadata:
             server['metadata'] = metadata
+        if parsed_args.network == ['none']:
+            server['networks'] = 'none'
+        elif parsed_args.network:
+            server['networks'] = [
+                {'uuid': self.app.client.get('/os-networks/%s' % ref)[
+                    'network']['id']} for ref in parsed_args.network]
         body = {'server': server}
         if parsed_args.reservation:
             body['os:scheduler_hints'] = {
