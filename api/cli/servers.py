@@ -13,7 +13,8 @@ from api.cli import columns
 from api.cli import waits
 from common import states
 
-# (column title, server body key) of `server show`, in order.
+# (column title, server body key) of `server show`, in order; the values of
+# those in _DERIVED are made from the whole body.
 SHOW_FIELDS = (
     ('id', 'id'), ('name', 'name'), ('status', 'status'),
     ('vm_state', 'OS-EXT-STS:vm_state'), ('task_state', 'OS-EXT-STS:task_state'),
@@ -38,8 +39,8 @@ def flavor_name(server):
 
 
 def _value(server, title, key):
-    if title == 'flavor':
-        return flavor_name(server)
+    if title in _DERIVED:
+        return _DERIVED[title](server)
     if title == 'image':
         return (server.get('image') or {}).get('id')
     if title in ('user_shutdown', 'crash'):
@@ -48,8 +49,6 @@ def _value(server, title, key):
         return columns.Progress(server.get(key))
     if title == 'fault':
         return (server.get('fault') or {}).get('message')
-    if title == 'addresses':
-        return addresses(server)
     return server.get(key)
 
 
@@ -58,6 +57,9 @@ def addresses(server):
     return '; '.join('%s=%s' % (net, ', '.join(a['addr'] for a in found))
                      for net, found in sorted(
                          (server.get('addresses') or {}).items()))
+
+
+_DERIVED = {'flavor': flavor_name, 'addresses': addresses}
 
 
 def show_server(server):
