@@ -9,8 +9,10 @@ network buries the build with the reason.
 import ipaddress
 
 import pytest
+from tempest.lib.api_schema.response.compute.v2_1 import servers as servers21
 
 from tests.functional import api_support
+from tests.functional import test_api_response_schemas as schemas
 from tests.images_support import IMAGE
 
 
@@ -162,3 +164,19 @@ def test_full_network_buries_the_build_with_the_reason(admin, api):
     assert buried['fault']['message'] == 'no free address on network tiny-net'
     # a network with ports is not deleted
     assert admin.delete('/os-networks/%s' % tiny['id']).status_code == 409
+
+
+@pytest.mark.parametrize('version', ['2.1', '2.47', '2.100'])
+def test_bodies_with_addresses_are_tempests(api, net, version):
+    """Tempest's response schemas (the oracle for Nova's bodies) accept
+    the server views and /ips with real addresses."""
+    server = _active(api, networks=[{'uuid': net['id']}])
+    user = api.as_(api.token, version)
+    path = '/servers/%s' % server['id']
+    schemas.check(schemas.schema_of(schemas.S, 'get_server', version),
+                  user.get(path))
+    schemas.check(schemas.schema_of(schemas.S, 'list_servers_detail',
+                                    version), user.get('/servers/detail'))
+    schemas.check(servers21.list_addresses, user.get(path + '/ips'))
+    schemas.check(servers21.list_addresses_by_network,
+                  user.get(path + '/ips/private'))
