@@ -20,6 +20,7 @@ here (:func:`requested`); the conductor allocates the ports in the
 create's transaction (common/db/networks.py).
 """
 
+import ipaddress
 import uuid as uuidlib
 
 import flask
@@ -81,7 +82,6 @@ def _gone():
 
 def legacy_view(net, admin):
     """nova-network's view of a network (what Nova answered below 2.36)."""
-    import ipaddress
     cidr = ipaddress.ip_network(net['cidr'])
     dns = list(net['dns'] or ()) + [None, None]
     body = {'id': net['id'], 'label': net['name'], 'cidr': net['cidr'],
