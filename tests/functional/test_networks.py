@@ -180,3 +180,32 @@ def test_bodies_with_addresses_are_tempests(api, net, version):
     schemas.check(servers21.list_addresses, user.get(path + '/ips'))
     schemas.check(servers21.list_addresses_by_network,
                   user.get(path + '/ips/private'))
+
+
+def test_build_and_rebuild_tasks_carry_the_ports(api, net, monkeypatch):
+    """``params['ports']`` as the session contract gives it to the agent
+    (the hypervisor side consumes it): id, MAC, the network, addresses."""
+    from compute_agent import manager as agent_manager
+    seen = []
+    original = agent_manager.AgentManager.run_task
+
+    def recording(self, ctx, instance, action, params):
+        seen.append((instance['uuid'], action, params))
+        return original(self, ctx, instance, action, params)
+    monkeypatch.setattr(agent_manager.AgentManager, 'run_task', recording)
+    server = _active(api, networks=[{'uuid': net['id']}])
+    api.act(server['id'], {'rebuild': {'imageRef': IMAGE}})
+    sent = {action: params['ports'] for uuid, action, params in seen
+            if uuid == server['id']}
+    [port] = sent['build']
+    assert sent['rebuild'] == sent['build']
+    v4, v6 = server['addresses']['private']
+    assert port['mac'] == v4['OS-EXT-IPS-MAC:mac_addr']
+    assert port['fixed_ips'] == [{'address': v4['addr'], 'version': 4},
+                                 {'address': v6['addr'], 'version': 6}]
+    assert port['network'] == {
+        'id': net['id'], 'name': 'private', 'bridge': 'br-guests',
+        'libvirt_network': None, 'mtu': 1450, 'cidr': '10.20.0.0/24',
+        'gateway': '10.20.0.1', 'dns': ['192.0.2.53'],
+        'ipv6_cidr': 'fd00:20::/64', 'ipv6_gateway': 'fd00:20::1'}
+    assert set(port) == {'id', 'mac', 'network', 'fixed_ips'}
