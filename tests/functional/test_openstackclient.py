@@ -23,7 +23,6 @@ import uuid as uuidlib
 
 import openstack
 import pytest
-from openstack import exceptions as sdk_exceptions
 
 from api import service as api_service
 from tests.functional import api_support
