@@ -209,3 +209,22 @@ def test_build_and_rebuild_tasks_carry_the_ports(api, net, monkeypatch):
         'gateway': '10.20.0.1', 'dns': ['192.0.2.53'],
         'ipv6_cidr': 'fd00:20::/64', 'ipv6_gateway': 'fd00:20::1'}
     assert set(port) == {'id', 'mac', 'network', 'fixed_ips'}
+
+
+def test_pending_build_rebuilt_gets_the_freed_address(admin, api,
+                                                      shared_plane):
+    shared_plane.conf.set_override('use_pending_state', True)
+    try:
+        made = admin.post('/os-networks', {'network': {
+            'name': 'pend-net', 'cidr': '10.31.0.0/30', 'bridge': 'br-p'}})
+        net = made.get_json()['network']
+        first = _active(api, networks=[{'uuid': net['id']}])
+        resp = _create(api, networks=[{'uuid': net['id']}])
+        waiting = api.settled(resp.get_json()['server']['id'])
+        assert waiting['status'] == 'PENDING', waiting
+        assert api.delete('/servers/%s' % first['id']).status_code == 204
+        rebuilt = api.act(waiting['id'], {'rebuild': {'imageRef': IMAGE}})
+        assert rebuilt['status'] == 'ACTIVE', rebuilt
+        assert rebuilt['addresses']['pend-net'][0]['addr'] == '10.31.0.2'
+    finally:
+        shared_plane.conf.clear_override('use_pending_state')
