@@ -27,6 +27,7 @@ import flask
 
 from api import microversion
 from api import request
+from api import schemas
 from common import exception
 
 bp = flask.Blueprint('networks', __name__, url_prefix='/v2.1')
@@ -75,6 +76,10 @@ def _legacy_or_404():
 
 
 def _gone():
+    """Nova's answer to nova-network's verbs; the body is read first (a
+    body that is not sound JSON is a 400 naming what is wrong, as on every
+    route)."""
+    request.json_body(schemas.ANYTHING)
     flask.abort(410)
 
 
@@ -151,8 +156,8 @@ def show(network_id):
 def create():
     if not _full():
         _gone()
-    request.authorize(RULE_MANAGE)
     body = request.json_body(CREATE)['network']
+    request.authorize(RULE_MANAGE)
     net = _db().create_network(body, network_id=str(uuidlib.uuid4()))
     resp = flask.jsonify({'network': full_view(net, 0)})
     resp.status_code = 201
