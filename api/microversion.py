@@ -19,7 +19,9 @@ meaning the bodies Tristate serves change (docs/operator-guide.md):
   ``OS-EXT-SRV-ATTR:hostname`` for everyone, 2.96
   ``pinned_availability_zone``, 2.100 ``scheduler_hints``: server keys.
 * 2.28: a hypervisor's ``cpu_info`` is an object.
-* 2.36, 2.57: quota sets lose the network keys, then the injected files.
+* 2.36, 2.57: quota sets lose the network keys, then the injected files;
+  from 2.36 ``GET /os-networks`` is 404, as Nova's proxy APIs (below it,
+  nova-network's view of the networks, which openstackclient reads).
 * 2.45: ``createImage`` and ``createBackup`` answer ``{"image_id": ...}``
   instead of a ``Location`` header.
 * 2.47: a server's ``flavor`` is embedded (vcpus, ram, disk, original_name)
@@ -41,7 +43,8 @@ meaning the bodies Tristate serves change (docs/operator-guide.md):
   ``OS-EXT-STS:vm_state``), and every ``tristate:*`` key, the reconcile
   policies in a server's metadata, the ``disk`` and lease quotas, a
   hypervisor's ``tristate:capacity``, ``tristate:oper_states`` and
-  ``tristate:last_heartbeat``.
+  ``tristate:last_heartbeat``; the network API (``/os-networks``: the full
+  detail, create and delete for admins: api/routes/networks.py).
 """
 
 import functools

@@ -142,6 +142,16 @@ def _catalogue_rules():
               'Show and set the default quota class.',
               ('GET', '/os-quota-class-sets/{class}'),
               ('PUT', '/os-quota-class-sets/{class}')),
+        _rule('tristate:networks:index', ANYONE, 'List and show the '
+              'networks the project may use (its own and the shared).',
+              ('GET', '/os-networks'), ('GET', '/os-networks/{network_id}')),
+        _rule('tristate:networks:manage', ADMIN, 'Create and delete '
+              'networks (microversion 2.101).',
+              ('POST', '/os-networks'),
+              ('DELETE', '/os-networks/{network_id}')),
+        _rule(SERVERS % 'ips', OWNER, 'Show a server\'s addresses.',
+              ('GET', '/servers/{server_id}/ips'),
+              ('GET', '/servers/{server_id}/ips/{network}')),
         _rule('tristate:services', ADMIN, 'List, disable, enable, force '
               'down and delete services; read the usage audit log.',
               ('GET', '/os-services'), ('PUT', '/os-services/{service_id}'),

@@ -119,7 +119,7 @@ def _progress(inst):
 def created_server(inst, links):
     """The answer to ``POST /servers``: what Nova's create schema allows.
     No ``adminPass``: Tristate sets no password at create (it would go
-    nowhere); no ``security_groups``: there is no networking yet. A client
+    nowhere); no ``security_groups``: security groups are not built. A client
     reads the rest with ``GET /servers/{id}``."""
     return {'id': inst['uuid'], 'links': links.links('servers', inst['uuid']),
             'OS-DCF:diskConfig': 'MANUAL'}
@@ -249,7 +249,7 @@ def server(inst, *, version, links, host_up=True, fault=None,
                              'href': links.bookmark('images',
                                                     inst['image_ref'])}]},
         'flavor': _flavor(inst, shape.embedded_flavor, links),
-        'addresses': {},
+        'addresses': inst.get('addresses') or {},
         'accessIPv4': '',
         'accessIPv6': '',
         'metadata': server_metadata(inst, version),

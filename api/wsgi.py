@@ -44,6 +44,7 @@ from api.routes import images
 from api.routes import leases
 from api.routes import limits
 from api.routes import migrations
+from api.routes import networks
 from api.routes import noauth_identity
 from api.routes import os_hosts
 from api.routes import server_actions
@@ -70,7 +71,8 @@ def create_app(conf, client, *, policy=None):
                       server_attrs.bp, catalog.bp, leases.bp, os_hosts.bp,
                       accounting.bp, images.bp, image_metadata.bp,
                       flavors.bp, limits.bp, services_routes.bp,
-                      aggregates.bp, availability_zones.bp, migrations.bp):
+                      aggregates.bp, availability_zones.bp, migrations.bp,
+                      networks.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)

@@ -20,11 +20,15 @@ def add_arguments(parser):
     parser.add_argument('--warmup', type=int, default=5,
                         help='builds made first, not measured (default 5)')
     parser.add_argument('--hosts', type=int, default=4)
+    parser.add_argument('--network', action='store_true',
+                        help='a port and address on a network for every '
+                             'build (issue 23)')
 
 
 def run(args):
     times = []
-    with plane_mod.Plane(hosts=args.hosts) as plane:
+    with plane_mod.Plane(hosts=args.hosts,
+                                network=args.network) as plane:
         http = plane.http()
         try:
             for i in range(args.warmup + args.runs):

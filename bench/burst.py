@@ -34,6 +34,9 @@ def add_arguments(parser):
                              'skips it)')
     parser.add_argument('--clients', type=int, default=8)
     parser.add_argument('--hosts', type=int, default=4)
+    parser.add_argument('--network', action='store_true',
+                        help='a port and address on a network for every '
+                             'build (issue 23)')
     core.add_rounds(parser, default=5)
 
 
@@ -55,7 +58,8 @@ def run(args):
         for count in (sizes if round_no % 2 == 0 else sizes[::-1]):
             # A fresh plane each: the bigger burst must not start on a
             # fuller database than the first one did.
-            with plane_mod.Plane(hosts=args.hosts) as plane:
+            with plane_mod.Plane(hosts=args.hosts,
+                                network=args.network) as plane:
                 seconds = burst(plane, count, args.clients, 'b')
             rates[count].append(count / seconds)
     figures = []

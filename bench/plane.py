@@ -67,12 +67,21 @@ def new_conf(state_dir, **groups):
     return conf
 
 
+# The network of a plane made with ``network=True``: a /16, room for any
+# burst.
+NETWORK = 'bench-net'
+
+
 class Plane:
     """An embedded plane with ``hosts`` agents and, with ``api=True``, its
     REST API on a free port of 127.0.0.1. A context manager."""
 
-    def __init__(self, *, hosts=4, api=True, periodic_jobs=True, **groups):
+    def __init__(self, *, hosts=4, api=True, periodic_jobs=True,
+                 network=False, **groups):
         self.tmp = tempfile.mkdtemp(prefix='tristate-bench-')
+        if network:     # every build gets a port on it (issue 23)
+            groups.setdefault('network', {})['default_network'] = NETWORK
+        self.network = network
         self.conf = new_conf(self.tmp, **groups)
         self.hosts = hosts
         self.want_api = api
@@ -91,6 +100,10 @@ class Plane:
                       timeout=60, what='a heartbeat of every agent',
                       interval=0.01)
         imagedata.register_image(self.conf, self.statedb)
+        if self.network:
+            self.statedb.create_network(
+                {'name': NETWORK, 'cidr': '10.128.0.0/16',
+                 'bridge': 'br-bench'}, network_id=NETWORK)
         if self.want_api:
             from api import service as api_service
             self.api = api_service.serve_embedded(self.conf, self.embedded,

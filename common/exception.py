@@ -144,6 +144,31 @@ class NoValidHost(TristateError):
     code = 409
 
 
+class NetworkNotFound(NotFound):
+    msg_fmt = 'Network %(network)s could not be found.'
+
+
+class NetworkInUse(Conflict):
+    msg_fmt = ('Network %(network)s is in use: %(ports)s ports of servers '
+               'are on it; delete those servers first.')
+
+
+class NetworkAmbiguous(Conflict):
+    msg_fmt = ('Multiple possible networks found (%(networks)s), use a '
+               'Network ID to be more specific.')
+
+
+class FixedIpInUse(Invalid):
+    msg_fmt = ('Fixed IP address %(address)s is already in use on network '
+               '%(network)s.')
+
+
+class NoFreeAddress(Conflict):
+    """A network has no address left for a new port: the build is buried
+    with this message."""
+    msg_fmt = 'no free address on network %(network)s'
+
+
 class HostCapacityExceeded(Conflict):
     msg_fmt = ('Host %(host)s is disabled, held by a lease, or has no room '
                'for %(vcpus)s vCPUs, %(memory_mb)s MiB RAM and %(disk_gb)s '

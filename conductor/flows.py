@@ -104,6 +104,21 @@ def _create_attributes(attributes, metadata_items):
     return attributes
 
 
+def validate_networks(networks):
+    """A create's ``networks`` (RPC 1.9): None, ``auto``, ``none`` or a
+    list of ``{"uuid": str[, "fixed_ip": str]}``; the API checked the
+    request's shape already, this checks what crossed the bus."""
+    if networks is None or networks in ('auto', 'none'):
+        return networks
+    if not isinstance(networks, list) or not all(
+            isinstance(n, dict) and isinstance(n.get('uuid'), str)
+            and set(n) <= {'uuid', 'fixed_ip'} for n in networks):
+        raise exception.Invalid(reason='networks: "auto", "none" or a list '
+                                'of {"uuid"[, "fixed_ip"]}, got %r'
+                                % (networks,))
+    return networks
+
+
 def validate_name(name):
     if not isinstance(name, str) or not name.strip() or len(name) > 255:
         raise exception.Invalid(reason='name must be 1-255 characters, '
@@ -154,10 +169,13 @@ class Flows:
     # --- create and build -----------------------------------------------------
 
     def create(self, ctx, *, name, flavor, image_ref, policies,
-               reservation_id=None, attributes=None, force_host=None):
+               reservation_id=None, attributes=None, force_host=None,
+               networks=None):
         """``attributes`` may hold the ``availability_zone`` asked for
         (every build of the instance honours it); ``force_host``: the
-        admin's host for this first build (``zone:host``)."""
+        admin's host for this first build (``zone:host``); ``networks``:
+        Nova's 2.37 ``networks`` (ports allocated in the create's
+        transaction)."""
         validate_name(name)
         attributes = _create_attributes(attributes,
                                         self.conf.quota.metadata_items)
@@ -177,13 +195,21 @@ class Flows:
                                          self.conf.conductor.default_crash),
         }
         values.update(attributes)
-        inst, task_ctx = self.gateway.create(ctx, values)
+        inst, task_ctx = self.gateway.create(
+            ctx, values, networks=validate_networks(networks),
+            default_network=self.conf.network.default_network)
         # Created at the scheduling step: no progress call of its own; the
         # answer is the row as this conductor left it (no read-back).
         with self._unsent_fails(task_ctx, inst, 'build'):
-            inst = self._build(task_ctx, inst, chosen, 'build', {},
-                               reservation_id=reservation_id,
-                               force_host=force_host)
+            if inst['no_address']:
+                inst = self.gateway.bury(
+                    task_ctx, inst['uuid'], reason=inst['no_address'],
+                    use_pending=self.conf.use_pending_state)
+            else:
+                inst = self._build(task_ctx, inst, chosen, 'build',
+                                   {'ports': inst['ports']},
+                                   reservation_id=reservation_id,
+                                   force_host=force_host)
         return _started(inst, task_ctx)
 
     @contextlib.contextmanager
@@ -230,6 +256,20 @@ class Flows:
         self.send(task_ctx, host, inst, action, params)
         return inst
 
+    def _rebuild_buried(self, task_ctx, inst, action, prepared):
+        """The build of a buried instance, again: the ports its create
+        asked for first (buried again if a network is still full)."""
+        if inst.get('requested_networks'):
+            try:
+                prepared['ports'] = self.db.allocate_requested(task_ctx,
+                                                               inst['uuid'])
+            except exception.NoFreeAddress as err:
+                self.gateway.bury(task_ctx, inst['uuid'], reason=err.message,
+                                  use_pending=self.conf.use_pending_state)
+                return
+        self._build(task_ctx, inst, flavors.of_instance(inst), action,
+                    prepared)
+
     # --- every other action -------------------------------------------------------
 
     def run_action(self, ctx, instance_uuid, action, params):
@@ -259,8 +299,7 @@ class Flows:
         with self._unsent_fails(task_ctx, inst, action):
             if inst['task_state'] == states.task.BUILDING:
                 # rebuild of a buried instance: the build runs again
-                self._build(task_ctx, inst, flavors.of_instance(inst), action,
-                            prepared)
+                self._rebuild_buried(task_ctx, inst, action, prepared)
             elif self._allocate(task_ctx, inst, action, prepared):
                 self.send(task_ctx, inst['host'], inst, action, prepared)
         after = self._started(inst, task_ctx)
@@ -280,6 +319,8 @@ class Flows:
             prepared['flavor'] = new.to_dict()
         if action in ('rebuild', 'rescue'):
             prepared.setdefault('image_ref', inst['image_ref'])
+        if action == 'rebuild':
+            prepared['ports'] = self.db.ports_of(inst['uuid'])
         if action == 'live_migrate' and params.get('host') == inst['host']:
             raise exception.Invalid(reason='instance %s is already on host %s'
                                     % (inst['uuid'], inst['host']))

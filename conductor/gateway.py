@@ -66,9 +66,11 @@ class TaskGateway:
 
     # --- claim ---------------------------------------------------------------
 
-    def create(self, ctx, values):
-        """A new instance, INITIALIZED, its build task claimed."""
-        inst = self.db.create_instance(ctx, values)
+    def create(self, ctx, values, **networks):
+        """A new instance, INITIALIZED, its build task claimed, its ports
+        allocated (``networks``: as
+        :meth:`common.db.api.StateDB.create_instance` takes them)."""
+        inst = self.db.create_instance(ctx, values, **networks)
         task_ctx = ctx.for_task(inst['task_id'])
         _trace(task_ctx, inst)
         LOG.info('Task build claimed for new instance %s (flavor %s)',

@@ -55,12 +55,12 @@ class ConductorManager:
     @_expected
     def create_instance(self, ctx, name, flavor, image_ref, policies,
                         reservation_id=None, attributes=None,
-                        force_host=None):
+                        force_host=None, networks=None):
         return self.flows.create(ctx, name=name, flavor=flavor,
                                  image_ref=image_ref, policies=policies,
                                  reservation_id=reservation_id,
                                  attributes=attributes,
-                                 force_host=force_host)
+                                 force_host=force_host, networks=networks)
 
     @_expected
     def run_action(self, ctx, instance_uuid, action, params):

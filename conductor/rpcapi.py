@@ -42,10 +42,15 @@ Version history:
   ``attributes`` (description, user metadata, tags, the boot request's
   reservation id and launch index); tenant_usage_page (API tier: Nova's
   usage paging from 2.40, ``marker``/``limit`` over instances).
+* 1.9 - create_instance takes ``networks`` (API tier: Nova's 2.37
+  ``networks`` of a create, ``auto``, ``none`` or ``[{"uuid"[,
+  "fixed_ip"]}]``; the ports are allocated in the create's transaction).
+  Sent only when it is not ``auto`` (what a conductor before 1.9 does
+  when it has no network to allocate anyway); capped below 1.9 a request
+  naming networks is refused.
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
-  build of the instance is placed in). (1.9-1.12: other helpers' entries,
-  ordered at merge.)
+  build of the instance is placed in).
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -111,7 +116,7 @@ class ConductorAPI:
 
     def create_instance(self, ctx, *, name, flavor, image_ref, policies=None,
                         reservation_id=None, attributes=None,
-                        force_host=None):
+                        force_host=None, networks=None):
         kwargs = {}
         if reservation_id is not None:      # 1.1; a 1.0 call has no such key
             self._need('1.1', 'scheduling on a reservation')
@@ -125,6 +130,9 @@ class ConductorAPI:
             self._need('1.8', 'a server\'s description, metadata, tags or '
                        'min_count/max_count')
             kwargs.update(version='1.8', attributes=attributes)
+        if networks not in (None, 'auto'):  # 1.9
+            self._need('1.9', 'a server\'s networks')
+            kwargs.update(version='1.9', networks=networks)
         if force_host is not None or (attributes or {}).get(
                 'availability_zone') is not None:           # 1.13
             self._need('1.13', 'an availability zone or a forced host')

@@ -42,11 +42,12 @@ from api.cli import client as client_mod
 from api.cli import events
 from api.cli import images
 from api.cli import leases
+from api.cli import networks
 from api.cli import servers
 from api.cli import zones
 
 COMMAND_MODULES = (servers, events, catalog, accounting, images, leases,
-                   aggregates, zones)
+                   aggregates, zones, networks)
 
 
 class TristateApp(app.App):

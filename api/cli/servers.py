@@ -13,7 +13,8 @@ from api.cli import columns
 from api.cli import waits
 from common import states
 
-# (column title, server body key) of `server show`, in order.
+# (column title, server body key) of `server show`, in order; the values of
+# those in _DERIVED are made from the whole body.
 SHOW_FIELDS = (
     ('id', 'id'), ('name', 'name'), ('status', 'status'),
     ('vm_state', 'OS-EXT-STS:vm_state'), ('task_state', 'OS-EXT-STS:task_state'),
@@ -21,8 +22,8 @@ SHOW_FIELDS = (
     ('power_state', 'tristate:power_state_name'),
     ('power_reason', 'tristate:power_reason'),
     ('oper_state', 'tristate:oper_state'), ('ec2_state', 'tristate:ec2_state'),
-    ('host', 'OS-EXT-SRV-ATTR:host'), ('flavor', 'flavor'),
-    ('image', 'image'), ('user_shutdown', 'metadata'),
+    ('host', 'OS-EXT-SRV-ATTR:host'), ('addresses', 'addresses'),
+    ('flavor', 'flavor'), ('image', 'image'), ('user_shutdown', 'metadata'),
     ('crash', 'metadata'), ('project_id', 'tenant_id'),
     ('user_id', 'user_id'), ('created', 'created'), ('updated', 'updated'),
     ('fault', 'fault'),
@@ -38,8 +39,8 @@ def flavor_name(server):
 
 
 def _value(server, title, key):
-    if title == 'flavor':
-        return flavor_name(server)
+    if title in _DERIVED:
+        return _DERIVED[title](server)
     if title == 'image':
         return (server.get('image') or {}).get('id')
     if title in ('user_shutdown', 'crash'):
@@ -49,6 +50,16 @@ def _value(server, title, key):
     if title == 'fault':
         return (server.get('fault') or {}).get('message')
     return server.get(key)
+
+
+def addresses(server):
+    """``net=addr, addr; other=addr``, as openstackclient shows them."""
+    return '; '.join('%s=%s' % (net, ', '.join(a['addr'] for a in found))
+                     for net, found in sorted(
+                         (server.get('addresses') or {}).items()))
+
+
+_DERIVED = {'flavor': flavor_name, 'addresses': addresses}
 
 
 def show_server(server):
@@ -129,6 +140,13 @@ class CreateServer(_Waits, show.ShowOne):
         parser.add_argument('--reservation', metavar='RESERVATION_ID',
                             help='Build on the hosts of this reservation of '
                                  'an active lease (`tristate lease show`).')
+        parser.add_argument('--network', action='append', default=[],
+                            metavar='NETWORK',
+                            help='Network name or ID to plug the server '
+                                 'into, one port each (repeat for several; '
+                                 '"none" for no network). Default: the '
+                                 'default network, if any '
+                                 '(`tristate network list`).')
         self.add_wait(parser)
         return parser
 
@@ -141,6 +159,12 @@ class CreateServer(_Waits, show.ShowOne):
                     if getattr(parsed_args, key)}
         if metadata:
             server['metadata'] = metadata
+        if parsed_args.network == ['none']:
+            server['networks'] = 'none'
+        elif parsed_args.network:
+            server['networks'] = [
+                {'uuid': self.app.client.get('/os-networks/%s' % ref)[
+                    'network']['id']} for ref in parsed_args.network]
         body = {'server': server}
         if parsed_args.reservation:
             body['os:scheduler_hints'] = {

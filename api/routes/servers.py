@@ -12,6 +12,7 @@ from oslo_utils import timeutils
 from api import actions
 from api import microversion
 from api import multicreate
+from api.routes import networks as networks_api
 from api import patterns
 from api import request
 from api import schemas
@@ -135,9 +136,7 @@ _HONOURED = frozenset(_EXACT) | {
     'status', 'name', 'vm_state', 'deleted', 'changes-since',
     'changes-before', 'all_tenants', 'limit', 'marker', 'sort_key',
     'sort_dir', 'tags', 'tags-any', 'not-tags', 'not-tags-any', 'locked',
-    'reservation_id', 'launch_index'}
-# Refused until the issue that builds what they filter on lands.
-_NETWORKING = ('ip', 'ip6')
+    'reservation_id', 'launch_index', 'ip', 'ip6'}
 
 
 def _exact(column, value):
@@ -147,12 +146,6 @@ def _exact(column, value):
 def _filters(query, version):
     """Predicates on (instance, body) for the filters of ``query``; a
     filter of Nova's that Tristate cannot honour is a 400."""
-    for name in _NETWORKING:
-        if name in query:
-            raise exception.Invalid(
-                '%s: filtering servers by IP address is not supported until '
-                'guest networking (issue 23): servers have no addresses yet'
-                % name)
     refused = sorted(k for k in query
                      if k in _NOVA_PARAMS and k not in _HONOURED)
     if refused:
@@ -174,7 +167,20 @@ def _filters(query, version):
     if query.get('name', [''])[-1]:
         pattern = patterns.compile_filter('name', query['name'][-1])
         checks.append(lambda inst, body: pattern.search(body['name']))
-    return checks + _changes(query)
+    return checks + _ip_filters(query) + _changes(query)
+
+
+def _ip_filters(query):
+    """Nova's ``ip`` and ``ip6``: a regular expression matched at the
+    start of any of the server's IPv4 (IPv6) addresses."""
+    checks = []
+    for name, version in (('ip', 4), ('ip6', 6)):
+        if query.get(name, [''])[-1]:
+            pattern = patterns.compile_filter(name, query[name][-1])
+            checks.append(lambda inst, body, p=pattern, v=version: any(
+                a['version'] == v and p.match(a['addr'])
+                for entries in body['addresses'].values() for a in entries))
+    return checks
 
 
 def _page(bodies, args, max_limit):
@@ -233,6 +239,9 @@ def _list(detail):
     # Nova lists newest first, unless sort_key says otherwise.
     insts = server_filters.sort(insts, query)
     up = request.hosts_up()
+    # every listed server's addresses in one query, not one per server
+    found = request.addresses([i['uuid'] for i in insts])
+    insts = [dict(i, addresses=found.get(i['uuid'], {})) for i in insts]
     bodies = [b for i, b in ((i, request.server_body(i, up, kind=views.LIST))
                            for i in insts)
               if all(check(i, b) for check in checks)]
@@ -336,13 +345,11 @@ def _check_root_disk(body, image_ref):
 
 
 # Nova's create fields that nothing here acts on yet, with the issue that
-# builds each: refused, never accepted and ignored. (``networks`` "auto" and
-# "none", which openstackclient sends by default from 2.37, mean no network
-# here: there is none to allocate; a false ``config_drive`` and a MANUAL
-# ``OS-DCF:diskConfig`` are what Tristate does.)
-_UNBUILT = {'networks': 'guest networking (issue 23)',
-            'security_groups': 'guest networking (issue 23)',
-            'accessIPv4': 'guest networking (issue 23)',
+# builds each: refused, never accepted and ignored. (A false
+# ``config_drive`` and a MANUAL ``OS-DCF:diskConfig`` are what Tristate
+# does; ``networks`` and ``security_groups`` are checked by
+# api/routes/networks.py.)
+_UNBUILT = {'accessIPv4': 'guest networking (issue 23)',
             'accessIPv6': 'guest networking (issue 23)',
             'key_name': 'guest access (issue 24)',
             'user_data': 'guest access (issue 24)',
@@ -350,8 +357,7 @@ _UNBUILT = {'networks': 'guest networking (issue 23)',
             'adminPass': 'guest access (issue 24)',
             'hostname': 'guest access (issue 24)',
             'OS-DCF:diskConfig': 'an AUTO disk config'}
-_BUILT_VALUES = {'networks': ('auto', 'none'),
-                 'config_drive': (False, '', 'false', 'False', 'FALSE', '0'),
+_BUILT_VALUES = {'config_drive': (False, '', 'false', 'False', 'FALSE', '0'),
                  'OS-DCF:diskConfig': ('MANUAL',)}
 
 
@@ -403,9 +409,11 @@ def create():
         body['imageRef'])
     _check_root_disk(body, image_ref)
     refuse_unbuilt(body)
+    networks_api.security_groups_refused(body)
     low, high = multicreate.counts(body)
     zone, force_host = availability_zones.requested(
         body.get('availability_zone'))
+    networks = networks_api.requested(body, high)
     request.boot_image(image_ref, flavor)
     attributes = dict(_attributes(body),
                       boot_reservation_id=multicreate.reservation_id())
@@ -418,7 +426,8 @@ def create():
             image_ref=image_ref, policies=policies,
             attributes=dict(attributes, launch_index=launch_index),
             **({'reservation_id': reservation} if reservation else {}),
-            **({'force_host': force_host} if force_host else {}))
+            **({'force_host': force_host} if force_host else {}),
+            **({'networks': networks} if networks else {}))
     made = multicreate.create(
         name=body['name'], low=low, high=high, create_one=create_one,
         # the quota's room for several servers (one: the conductor checks)

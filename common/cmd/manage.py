@@ -19,6 +19,7 @@ from common import conf as tconf
 from common import docs
 from common.cmd import manage_catalog
 from common.cmd import manage_hosts
+from common.cmd import manage_networks
 from common.db import api as db_api
 from common.db import checks
 from common.db import engine
@@ -159,6 +160,7 @@ def _add_parsers(subparsers):
         'exit 1 naming each violation').set_defaults(func=_check)
     manage_hosts.add_parsers(subparsers)
     manage_catalog.add_parsers(subparsers)
+    manage_networks.add_parsers(subparsers)
 
 
 def main(argv=None, conf=None):

@@ -18,6 +18,7 @@ from common.conf import image
 from common.conf import leases
 from common.conf import libvirt
 from common.conf import metrics
+from common.conf import network
 from common.conf import oslo_middleware
 from common.conf import quota
 from common.conf import reconcile
@@ -38,7 +39,8 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             image,
             fake_driver,
             shutdown,
-            availability_zone)
+            availability_zone,
+            network)
 
 
 def register_all(conf):

@@ -41,6 +41,7 @@ from common.db import flavors as flavors_db
 from common.db import hosts as hosts_db
 from common.db import models
 from common.db import moves
+from common.db import networks as networks_db
 from common.db import power as power_db
 from common.db import prepared
 from common.db import quotas
@@ -225,7 +226,8 @@ def _host_guard(host):
 class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               hosts_db.HostsMixin, domains.DomainsMixin,
               attributes.AttributesMixin, flavors_db.FlavorsMixin,
-              aggregates.AggregatesMixin, moves.MovesMixin):
+              aggregates.AggregatesMixin, moves.MovesMixin,
+              networks_db.NetworksMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -307,9 +309,16 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
 
     # --- create -------------------------------------------------------------
 
-    def create_instance(self, ctx, values, *, task_id=None):
+    def create_instance(self, ctx, values, *, task_id=None, networks=None,
+                        default_network=None):
         """Insert a new instance, INITIALIZED with its build task claimed
-        (at its first step, scheduling)."""
+        (at its first step, scheduling), and its ports on ``networks``
+        (Nova's: None or ``auto``, ``none``, or ``[{"uuid", "fixed_ip"}]``;
+        ``default_network``: ``[network] default_network``), in one
+        transaction (:mod:`common.db.networks`). The answer's ``ports``:
+        as a build task carries them; ``no_address``: the reason the build
+        must be buried, when a network had no free address (the instance
+        then holds no port)."""
         unknown = set(values) - CREATE_COLUMNS
         if unknown:
             raise exception.Invalid(reason='unknown instance fields %s; '
@@ -332,14 +341,23 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                            ('launch_index', 0)):
             record.setdefault(key, empty)
 
-        insert = _insert_instance(record)
-
         def txn(conn):
-            insert.run(conn, **record)
-            self._accounted(conn, record, now, check=True, new=True)
-            self._log_start(conn, ctx, record['uuid'], task_id, 'build',
+            chosen = self._resolve_networks(conn, ctx, networks,
+                                            default_network)
+            row = dict(record, requested_networks=[
+                {'network_id': net['id'], 'fixed_ip': fixed}
+                for net, fixed in chosen])
+            _insert_instance(row).run(conn, **row)
+            self._accounted(conn, row, now, check=True, new=True)
+            self._log_start(conn, ctx, row['uuid'], task_id, 'build',
                             vm.INITIALIZED, now)
-            return dict(record)
+            out = dict(row, ports=[], no_address=None)
+            try:
+                out['ports'] = self._allocate_ports(conn, row['uuid'], chosen,
+                                                    now)
+            except exception.NoFreeAddress as err:
+                out['no_address'] = err.message
+            return out
         return self.db.transaction(txn)
 
     # --- claim --------------------------------------------------------------
@@ -459,10 +477,13 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         Whatever the instance held is freed in the same transaction.
         """
         new = vm.PENDING if use_pending else vm.ERROR
+
+        def free_all(conn, inst):
+            self._free_ports(conn, instance_uuid)
+            return {}, [{'free': {}}]
         return self._end_task(ctx, instance_uuid,
                               lambda inst: (new, states.RESULT_BURIED),
-                              lambda conn, inst: ({}, [{'free': {}}]), None,
-                              reason)
+                              free_all, None, reason)
 
     def _end_task(self, ctx, instance_uuid, decide, derive, power, message,
                   host=None, fault_code=None):
@@ -508,6 +529,15 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             conn.execute(sa.update(A).where(
                 A.c.instance_uuid == instance_uuid,
                 A.c.purpose == op['promote']).values(purpose='instance'))
+
+    def _task_locked(self, conn, ctx, instance_uuid):
+        """The row of the running task ``ctx.task_id``, held; preempted
+        (:class:`~common.exception.TaskPreempted`) when it is not."""
+        inst = _task_row(None).one(conn, uuid=instance_uuid,
+                                   task_id=ctx.task_id, host=None)
+        if inst is None:
+            self._preempted(conn, instance_uuid, ctx.task_id)
+        return inst
 
     def _preempted(self, conn, instance_uuid, task_id, host=None):
         inst = _one(conn, sa.select(I.c.vm_state, I.c.task_id, I.c.host).where(
@@ -592,6 +622,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             _HARD_DELETE.run(conn, uuid=instance_uuid, now=now)
             self._preempt_log(conn, instance_uuid, vm.HARD_DELETED, now)
             freed = self._free_allocations(conn, instance_uuid)
+            self._free_ports(conn, instance_uuid)
             after = dict(before, **values)
             self._accounted(conn, after, now)
             after['doomed_hosts'] = sorted({a['host'] for a in freed}

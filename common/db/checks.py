@@ -34,10 +34,17 @@ What is checked, and where the rule comes from:
   instance's domain reported since the delete (on its host, or on any other:
   ``stray_domains``); a domain reported on a host other than its live
   instance's (``stray_domains``, :mod:`common.db.domains`).
+* addresses (issue 23, :mod:`common.db.networks`): none held by a
+  hard-deleted instance (the delete frees them in its transaction); none
+  held twice on one L2 (two networks on the same bridge or libvirt
+  network whose subnets overlap, each with a port on the same address:
+  the database's uniqueness is per network); every address inside its
+  network's subnet.
 """
 
 import dataclasses
 import datetime
+import ipaddress
 
 import sqlalchemy as sa
 
@@ -53,6 +60,9 @@ H = models.Host.__table__
 A = models.Allocation.__table__
 LOGT = models.InstanceAction.__table__
 S = models.StrayDomain.__table__
+N = models.Network.__table__
+P = models.Port.__table__
+F = models.FixedIP.__table__
 
 TABLE = actions.TABLE
 _RESOURCES = ('vcpus', 'memory_mb', 'disk_gb')
@@ -132,6 +142,8 @@ class Snapshot:
     running_log: list       # action log entries still 'running'
     bad_log: list           # entries that ended without a proper end
     strays: list = dataclasses.field(default_factory=list)  # reported ones
+    # (address, version, network, its cidrs and L2, port, instance)
+    addresses: list = dataclasses.field(default_factory=list)
 
 
 def _rows(conn, query):
@@ -154,7 +166,12 @@ def _read(conn):
         strays=_rows(conn, sa.select(S).where(
             S.c.power_state.is_not(None),
             S.c.power_state != states.power.NOSTATE).order_by(
-                S.c.host, S.c.instance_uuid)))
+                S.c.host, S.c.instance_uuid)),
+        addresses=_rows(conn, sa.select(
+            F.c.address, F.c.version, F.c.port_id, P.c.instance_uuid,
+            N.c.name.label('network'), N.c.cidr, N.c.ipv6_cidr, N.c.bridge,
+            N.c.libvirt_network).join(P, P.c.id == F.c.port_id).join(
+                N, N.c.id == F.c.network_id).order_by(F.c.address)))
 
 
 def read_snapshot(database):
@@ -370,8 +387,37 @@ def _stray(stray, inst):
                                                             where))
 
 
+def check_addresses(snap, limits):
+    by_uuid = {i['uuid']: i for i in snap.instances}
+    on_l2 = {}
+    for held in snap.addresses:
+        inst = by_uuid.get(held['instance_uuid'])
+        if inst is None or inst['vm_state'] == vm.HARD_DELETED:
+            yield Violation('instance', held['instance_uuid'],
+                            'address %s on network %s is held by a %s '
+                            'instance' % (held['address'], held['network'],
+                                          'hard-deleted' if inst else
+                                          'missing'))
+        cidr = held['cidr'] if held['version'] == 4 else held['ipv6_cidr']
+        addr = ipaddress.ip_address(held['address'])
+        if cidr is None or addr not in ipaddress.ip_network(cidr):
+            yield Violation('instance', held['instance_uuid'],
+                            'address %s is outside network %s (%s)'
+                            % (addr, held['network'], cidr))
+        l2 = held['bridge'] or 'libvirt:%s' % held['libvirt_network']
+        on_l2.setdefault((l2, addr), []).append(held)
+    for (l2, addr), holders in on_l2.items():
+        if len(holders) > 1:
+            yield Violation('instance', holders[0]['instance_uuid'],
+                            'address %s is held twice on %s: by %s' % (
+                                addr, l2, ', '.join(
+                                    '%s (network %s)' % (
+                                        h['instance_uuid'], h['network'])
+                                    for h in holders)))
+
+
 CHECKS = (check_tasks, check_action_log, check_hosts, check_instances,
-          check_power, check_domains)
+          check_power, check_domains, check_addresses)
 
 
 def _inst(inst, problem):
@@ -393,4 +439,5 @@ def find_violations(database, limits, clock=db_api.utcnow):
     return found, {'instances': len(snap.instances), 'hosts': len(snap.hosts),
                    'allocations': len(snap.allocations),
                    'running tasks': len(snap.running_log),
-                   'stray domains': len(snap.strays)}
+                   'stray domains': len(snap.strays),
+                   'addresses': len(snap.addresses)}

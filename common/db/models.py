@@ -109,6 +109,10 @@ class Instance(Base):
     # every build of the instance honours (Nova's request spec's zone,
     # shown as ``pinned_availability_zone`` from 2.96).
     availability_zone: Mapped[str | None] = mapped_column(_name)
+    # The networks the create asked for (issue 23), resolved: [{"network_id":
+    # ..., "fixed_ip": ... or null}], so that a buried build rebuilt
+    # allocates the same ports again (common/db/networks.py).
+    requested_networks: Mapped[list | None] = mapped_column(JSON)
 
 
 class Host(Base):
@@ -584,3 +588,57 @@ class Migration(Base):
     user_id: Mapped[str | None] = mapped_column(_name)
     project_id: Mapped[str | None] = mapped_column(_name)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+# --- networks, ports and fixed addresses (issue 23) ------------------------------
+# Written only by common/db/networks.py.
+
+class Network(Base):
+    """A network an admin defined: where guests are plugged in (a Linux
+    bridge on every hypervisor, or a libvirt network) and the addresses
+    handed out on it. ``project_id`` None: shared by every project."""
+    __tablename__ = 'networks'
+
+    id: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    name: Mapped[str] = mapped_column(_name, unique=True)
+    bridge: Mapped[str | None] = mapped_column(_name)
+    libvirt_network: Mapped[str | None] = mapped_column(_name)
+    cidr: Mapped[str] = mapped_column(String(64))
+    gateway: Mapped[str | None] = mapped_column(String(64))
+    dns: Mapped[list] = mapped_column(JSON, default=list, server_default='[]')
+    allocation_start: Mapped[str] = mapped_column(String(64))
+    allocation_end: Mapped[str] = mapped_column(String(64))
+    ipv6_cidr: Mapped[str | None] = mapped_column(String(64))
+    ipv6_gateway: Mapped[str | None] = mapped_column(String(64))
+    mtu: Mapped[int | None] = mapped_column(Integer)
+    project_id: Mapped[str | None] = mapped_column(_name, index=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+
+
+class Port(Base):
+    """One network card of one instance: its MAC, unique everywhere by
+    this table's constraint. ``position``: its order in the request."""
+    __tablename__ = 'ports'
+
+    id: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    instance_uuid: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('instances.uuid'), index=True)
+    network_id: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('networks.id'), index=True)
+    mac: Mapped[str] = mapped_column(String(17), unique=True)
+    position: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class FixedIP(Base):
+    """An address held by one port: unique per network by the primary
+    key, so that no two ports ever hold it, whatever the concurrency."""
+    __tablename__ = 'fixed_ips'
+
+    network_id: Mapped[str] = mapped_column(
+        _uuid, ForeignKey('networks.id'), primary_key=True)
+    address: Mapped[str] = mapped_column(String(64), primary_key=True)
+    port_id: Mapped[str] = mapped_column(_uuid, ForeignKey('ports.id'),
+                                         index=True)
+    version: Mapped[int] = mapped_column(Integer)

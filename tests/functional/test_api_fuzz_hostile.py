@@ -116,6 +116,13 @@ TARGETS = [
      {'quota_class_set': {'instances': 1}}, [], []),
     ('PUT', '/os-services/<service_id>',
      {'host': 'h', 'binary': 'nova-compute'}, [], []),
+    # nova-network's verbs: 410 below 2.101 (admins create at 2.101)
+    ('POST', '/os-networks', {'network': {'name': 'n', 'cidr':
+                                          '10.0.0.0/24', 'bridge': 'b'}},
+     [], []),
+    ('POST', '/os-networks/add', {'id': 'n'}, [], []),
+    ('POST', '/os-networks/<network_id>/action', {'disassociate': None},
+     [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),

@@ -23,7 +23,6 @@ import uuid as uuidlib
 
 import openstack
 import pytest
-from openstack import exceptions as sdk_exceptions
 
 from api import service as api_service
 from tests.functional import api_support
@@ -295,13 +294,18 @@ def test_openstacksdk_create_server_with_an_image_name(conn, image):
         conn.delete_server(created.id, wait=True, timeout=WAIT)
 
 
-@pytest.mark.xfail(strict=True, raises=sdk_exceptions.SDKException,
-                   reason='openstacksdk also waits for an address, and '
-                   'deletes a server that has none: servers get addresses '
-                   'with guest networking (issue 23)')
-def test_openstacksdk_create_server_waits_for_an_active_server(conn, image):
+def test_openstacksdk_create_server_waits_for_an_active_server(conn, image,
+                                                               plane):
+    """openstacksdk also waits for an address, and deletes a server that
+    reaches ACTIVE without one (it did, before guest networking: issue
+    23); with a network to plug it into, the server is kept."""
+    if not plane.statedb.list_networks():
+        plane.statedb.create_network(
+            {'name': 'osc-net', 'cidr': '10.70.0.0/24', 'bridge': 'br-osc'},
+            network_id=str(uuidlib.uuid4()))
     server = conn.create_server('sdk-wait', image=IMAGE_NAME, flavor='tiny',
                                 wait=True, timeout=WAIT)
+    kept = conn.compute.get_server(server.id)
     conn.delete_server(server.id, wait=True, timeout=WAIT)
-    assert server.status == 'ACTIVE'
+    assert server.status == 'ACTIVE' and kept.addresses
     assert server.image.id == image['id']

@@ -155,8 +155,10 @@ def test_server_list_filters_through_openstacksdk(conn):
         assert server.id not in ids(changes_before='2000-01-01T00:00:00Z')
         assert server.id in ids(compute_host=server.compute_host)
         assert server.id not in ids(deleted_only=True)
+        # a server on no network has no address to match
+        assert server.id not in ids(ipv4_address='10.0.0.1')
         with pytest.raises(sdk_exceptions.BadRequestException) as bad:
-            list(conn.compute.servers(ipv4_address='10.0.0.1'))
+            list(conn.compute.servers(power_state='1'))
         assert 'not supported' in str(bad.value)
     finally:
         conn.compute.delete_server(server)

@@ -138,3 +138,17 @@ def test_a_client_capped_at_1_7_creates_one_server_and_refuses_the_rest(
         with pytest.raises(exception.ServiceUnavailable) as err:
             call()
         assert '1.8' in err.value.message
+
+
+def test_a_client_capped_at_1_8_refuses_named_networks(conf, make_plane, ctx):
+    """Below 1.9 a create with networks "auto" (or none named) is sent as
+    before; one naming networks is a 503 naming the version."""
+    set_opts(conf, 'upgrade_levels', conductor='1.8')
+    plane = make_plane(hosts=1)
+    capped = conductor_rpcapi.ConductorAPI(plane.bus, conf)
+    inst = capped.create_instance(ctx, name='vm', flavor='tiny',
+                                  image_ref='cirros', networks='auto')
+    assert wait_idle(plane, inst['uuid'])['vm_state'] == vm.ACTIVE
+    with pytest.raises(exception.ServiceUnavailable, match='1.9'):
+        capped.create_instance(ctx, name='vm2', flavor='tiny',
+                               image_ref='cirros', networks='none')

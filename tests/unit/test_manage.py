@@ -233,3 +233,24 @@ def test_status_says_whether_the_bus_takes_a_message(tmp_path, conf_file,
         conf_file.write_text(text + 'transport_url = %s\n' % url)
         code, out = _status(conf_file, capsys)
         assert code == 0 and 'message bus: reachable' in out, out
+
+
+def test_network_create_list_delete(conf_file, capsys):
+    """Bootstrap: a network before any API is up (issue 23)."""
+    _run(conf_file, 'db', 'sync')
+    assert _run(conf_file, 'network', 'create', 'guests', '--cidr',
+                '192.0.2.0/24', '--bridge', 'br0', '--dns', '192.0.2.53',
+                '--mtu', '1450') == 0
+    out = capsys.readouterr().out
+    assert 'Network guests created' in out and 'gateway 192.0.2.1' in out
+    assert _run(conf_file, 'network', 'create', 'bad', '--cidr',
+                '192.0.2.0/33', '--bridge', 'br1') == 1
+    assert 'cidr' in capsys.readouterr().out
+    _run(conf_file, 'network', 'list')
+    out = capsys.readouterr().out
+    assert 'guests  192.0.2.0/24  gateway 192.0.2.1  on br0  shared' in out
+    assert 'bad' not in out
+    assert _run(conf_file, 'network', 'delete', 'guests') == 0
+    assert 'Network guests' in capsys.readouterr().out
+    _run(conf_file, 'network', 'list')
+    assert 'guests' not in capsys.readouterr().out
