@@ -502,8 +502,9 @@ def _shown(vm_state, version):
 # --- quota sets (os-quota-sets) ---------------------------------------------------
 
 # Nova's quota keys, with what they stopped being at. Tristate enforces
-# ``metadata_items`` ([quota] metadata_items); the others it does not limit
-# show Nova's defaults, as the quota classes do
+# ``metadata_items`` ([quota] metadata_items) and ``key_pairs`` (per user:
+# the default quota class's, else [quota] key_pairs); the others it does
+# not limit show Nova's defaults, as the quota classes do
 # (common.db.quota_classes.NOVA_ONLY).
 _NOVA_ONLY_QUOTAS = (
     ('metadata_items', None), ('key_pairs', None), ('server_groups', None),
@@ -525,7 +526,7 @@ def quota_keys(version):
 
 
 def quota_set(values, version, *, project_id=None, in_use=None,
-              metadata_items=None):
+              metadata_items=None, key_pairs=None):
     """A quota set at ``version``: ``values`` is {resource: limit} of
     Tristate's resources; with ``in_use`` ({resource: count}) each is the
     detail's {limit, in_use, reserved}."""
@@ -538,6 +539,8 @@ def quota_set(values, version, *, project_id=None, in_use=None,
     nova = dict(quota_classes.NOVA_ONLY)
     if metadata_items is not None:
         nova['metadata_items'] = metadata_items
+    if key_pairs is not None:
+        nova['key_pairs'] = key_pairs
     body.update((k, shown(k, nova[k])) for k in quota_keys(version))
     if version >= microversion.TRISTATE:
         body.update((r, shown(r, v)) for r, v in values.items()

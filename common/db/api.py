@@ -38,6 +38,7 @@ from common.db import attributes
 from common.db import domains
 from common.db import flavors as flavors_db
 from common.db import hosts as hosts_db
+from common.db import keypairs as keypairs_db
 from common.db import models
 from common.db import power as power_db
 from common.db import prepared
@@ -58,7 +59,9 @@ CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'vcpus', 'memory_mb', 'disk_gb', 'image_ref',
                             'user_shutdown_policy', 'crash_policy',
                             'description', 'metadata', 'tags',
-                            'boot_reservation_id', 'launch_index'})
+                            'boot_reservation_id', 'launch_index',
+                            'key_name', 'key_data', 'user_data',
+                            'config_drive'})
 # Claims checked against the project's quota (the others hold what they held).
 QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,
@@ -221,7 +224,8 @@ def _host_guard(host):
 
 class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               hosts_db.HostsMixin, domains.DomainsMixin,
-              attributes.AttributesMixin, flavors_db.FlavorsMixin):
+              attributes.AttributesMixin, flavors_db.FlavorsMixin,
+              keypairs_db.KeyPairsMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -325,7 +329,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         record.setdefault('user_shutdown_policy', 'stop')
         record.setdefault('crash_policy', 'restart')
         for key, empty in (('metadata', {}), ('tags', []), ('locked', False),
-                           ('launch_index', 0)):
+                           ('launch_index', 0), ('config_drive', False)):
             record.setdefault(key, empty)
 
         insert = _insert_instance(record)
