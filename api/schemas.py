@@ -74,9 +74,10 @@ def _object(required=(), **properties):
             'required': list(required), 'additionalProperties': False}
 
 
-# Nova's fields of POST /servers that Tristate does not act on yet: the
-# route refuses them (api/routes/servers.py, refuse_unbuilt) with a 400
-# naming the issue that builds each, beside the values it does honour.
+# Nova's fields of POST /servers checked by the route: those Tristate does
+# not act on yet it refuses (api/routes/servers.py, refuse_unbuilt) with a
+# 400 naming the issue that builds each; key_name, user_data and
+# config_drive are api/guest.py's.
 _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
                    'availability_zone', 'user_data', 'config_drive',
                    'adminPass', 'OS-DCF:diskConfig',

@@ -7,10 +7,10 @@ anyone.
 
 import datetime
 import hashlib
-import re
 
 from api import microversion
 from api import status
+from common import hostnames
 from common import reconcile
 from common import states
 from common.db import quota_classes
@@ -275,7 +275,8 @@ def _add_extensions(body, inst, shape, extended):
     """Nova's show/detail extensions: zone, states, usage, where it runs."""
     body.update({
         'key_name': inst.get('key_name'),
-        'config_drive': '',
+        # Nova's string: "True" with a config drive, else ""
+        'config_drive': 'True' if inst.get('config_drive') else '',
         'OS-EXT-AZ:availability_zone': AVAILABILITY_ZONE,
         'OS-EXT-STS:vm_state': status.shown_vm_state(inst['vm_state'],
                                                      shape.version),
@@ -304,24 +305,16 @@ def _extended_value(inst, key):
     if key == 'OS-EXT-SRV-ATTR:reservation_id':
         # the boot request's (r-...), not a lease's reservation
         return inst.get('boot_reservation_id')
-    # kernel_id, ramdisk_id, root_device_name, user_data: Tristate keeps
-    # none of them
+    # kernel_id, ramdisk_id, root_device_name: Tristate keeps none of them;
+    # user_data is the one sent at create (api/guest.py)
     return inst.get(key.partition(':')[2])
 
 
 def _hostname(inst):
-    """Nova's hostname of a server: its name with spaces, ``_`` and ``.``
-    made ``-``, other characters but letters and digits dropped,
-    lowercase, at most 63 characters."""
+    """Nova's hostname of a server (common/hostnames.py)."""
     if inst.get('hostname'):
         return inst['hostname']
-    name = _HOSTNAME_DROP.sub('', _HOSTNAME_DASH.sub('-', inst['name']))
-    name = name.lower()[:63].strip('-.')
-    return name or 'server-%s' % inst['uuid']
-
-
-_HOSTNAME_DASH = re.compile(r'[ _.]')
-_HOSTNAME_DROP = re.compile(r'[^A-Za-z0-9-]+')
+    return hostnames.of(inst['name'], inst['uuid'])
 
 
 def _add_tristate(body, inst, host_up):

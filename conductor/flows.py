@@ -13,6 +13,7 @@ import logging
 from common import actions
 from common import exception
 from common import flavors
+from common import hostnames
 from common import states
 from common.db import attributes as attributes_db
 from conductor import delivery
@@ -78,7 +79,27 @@ def _locking_name(changes):
 
 _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'tags': list, 'boot_reservation_id': str,
-                      'launch_index': int}
+                      'launch_index': int, 'key_name': str, 'key_data': str,
+                      'user_data': str, 'config_drive': bool}
+# Tasks that make the guest's disks, and so its config drive.
+GUEST_TASKS = ('build', 'rebuild')
+AVAILABILITY_ZONE = 'nova'
+
+
+def guest_params(inst):
+    """A build or rebuild task's parameters of guest access (issue 24):
+    ``key_name``, ``key_data``, ``user_data``, ``config_drive``; with a
+    config drive also what its meta_data.json says of the instance."""
+    params = {key: inst.get(key)
+              for key in ('key_name', 'key_data', 'user_data')}
+    params['config_drive'] = bool(inst.get('config_drive'))
+    if params['config_drive']:
+        params['config_drive_meta'] = {
+            'hostname': hostnames.of(inst['name'], inst['uuid']),
+            'metadata': dict(inst.get('metadata') or {}),
+            'launch_index': inst.get('launch_index') or 0,
+            'availability_zone': AVAILABILITY_ZONE}
+    return params
 
 
 def _create_attributes(attributes, metadata_items):
@@ -156,6 +177,8 @@ class Flows:
                                          self.conf.conductor.default_crash),
         }
         values.update(attributes)
+        if self.conf.compute.force_config_drive:
+            values['config_drive'] = True
         inst, task_ctx = self.gateway.create(ctx, values)
         # Created at the scheduling step: no progress call of its own; the
         # answer is the row as this conductor left it (no read-back).
@@ -305,6 +328,8 @@ class Flows:
     def send(self, task_ctx, host, inst, action, params):
         payload = gw.payload(inst)
         params = self.images.task_params(host, payload, action, params)
+        if action in GUEST_TASKS:
+            params = dict(params, **guest_params(inst))
         self.delivery.send(task_ctx, host, payload, action, params)
 
     def update_policies(self, ctx, instance_uuid, policies):

@@ -42,6 +42,11 @@ Version history:
   ``attributes`` (description, user metadata, tags, the boot request's
   reservation id and launch index); tenant_usage_page (API tier: Nova's
   usage paging from 2.40, ``marker``/``limit`` over instances).
+* 1.10 - create_instance's ``attributes`` may carry guest access (issue
+  24): ``key_name`` with the key pair's public key ``key_data``,
+  ``user_data`` (base64) and ``config_drive``; a create with any of them
+  is refused below 1.10 rather than sent to a conductor that would drop
+  them.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -53,8 +58,11 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.8'
+VERSION = '1.10'
 BASE_VERSION = '1.0'
+# create_instance's attributes of 1.10.
+GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
+                          'config_drive'})
 
 
 class ConductorAPI:
@@ -116,7 +124,10 @@ class ConductorAPI:
                 and not attributes.get('launch_index')):
             attributes = None   # one server: a conductor before 1.8 keeps
             #                     no reservation id, and nothing else is lost
-        if attributes:                      # 1.8
+        if attributes and GUEST_ACCESS & set(attributes):     # 1.10
+            self._need('1.10', 'a key pair, user data or a config drive')
+            kwargs.update(version='1.10', attributes=attributes)
+        elif attributes:                    # 1.8
             self._need('1.8', 'a server\'s description, metadata, tags or '
                        'min_count/max_count')
             kwargs.update(version='1.8', attributes=attributes)

@@ -10,6 +10,7 @@ from oslo_utils import strutils
 from oslo_utils import timeutils
 
 from api import actions
+from api import guest
 from api import microversion
 from api import multicreate
 from api import patterns
@@ -129,7 +130,7 @@ def _changes(query):
 _EXACT = {'host': 'host', 'node': 'host', 'flavor': 'flavor_name',
           'image': 'image_ref', 'image_ref': 'image_ref',
           'project_id': 'project_id', 'tenant_id': 'project_id',
-          'user_id': 'user_id', 'uuid': 'uuid'}
+          'user_id': 'user_id', 'uuid': 'uuid', 'key_name': 'key_name'}
 _HONOURED = frozenset(_EXACT) | {
     'status', 'name', 'vm_state', 'deleted', 'changes-since',
     'changes-before', 'all_tenants', 'limit', 'marker', 'sort_key',
@@ -337,21 +338,18 @@ def _check_root_disk(body, image_ref):
 # Nova's create fields that nothing here acts on yet, with the issue that
 # builds each: refused, never accepted and ignored. (``networks`` "auto" and
 # "none", which openstackclient sends by default from 2.37, mean no network
-# here: there is none to allocate; a false ``config_drive`` and a MANUAL
-# ``OS-DCF:diskConfig`` are what Tristate does.)
+# here: there is none to allocate; a MANUAL ``OS-DCF:diskConfig`` is what
+# Tristate does. ``key_name``, ``user_data`` and ``config_drive`` are
+# api/guest.py's.)
 _UNBUILT = {'networks': 'guest networking (issue 23)',
             'security_groups': 'guest networking (issue 23)',
             'accessIPv4': 'guest networking (issue 23)',
             'accessIPv6': 'guest networking (issue 23)',
-            'key_name': 'guest access (issue 24)',
-            'user_data': 'guest access (issue 24)',
-            'config_drive': 'guest access (issue 24)',
             'adminPass': 'guest access (issue 24)',
             'hostname': 'guest access (issue 24)',
             'availability_zone': 'availability zones (issue 25)',
             'OS-DCF:diskConfig': 'an AUTO disk config'}
 _BUILT_VALUES = {'networks': ('auto', 'none'),
-                 'config_drive': (False, '', 'false', 'False', 'FALSE', '0'),
                  'OS-DCF:diskConfig': ('MANUAL',)}
 
 
@@ -405,7 +403,7 @@ def create():
     refuse_unbuilt(body)
     low, high = multicreate.counts(body)
     request.boot_image(image_ref, flavor)
-    attributes = dict(_attributes(body),
+    attributes = dict(_attributes(body), **guest.attributes(body),
                       boot_reservation_id=multicreate.reservation_id())
 
     def create_one(name, launch_index):

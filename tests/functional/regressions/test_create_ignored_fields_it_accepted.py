@@ -11,7 +11,9 @@ Fixed: the route refuses each such field with a 400 naming it and the
 issue that builds it, and creates nothing; the values Tristate does honour
 pass (``networks`` "auto"/"none", which openstackclient sends by default
 from 2.37, with no network to allocate; a false ``config_drive``; MANUAL
-disk config).
+disk config). Issue 24 built the key pair, the user data and the config
+drive (tests/functional/test_api_guest_access.py): they are no longer
+refused.
 """
 
 import pytest
@@ -36,8 +38,7 @@ def _count(api):
 
 
 @pytest.mark.parametrize('field, value', [
-    ('key_name', 'mykey'), ('user_data', 'IyEvYmluL3NoCg=='),
-    ('config_drive', True), ('adminPass', 'secret'),
+    ('adminPass', 'secret'),
     ('networks', [{'uuid': '3cb9bc59-5699-4588-a4b1-b87f96708bc6'}]),
     ('security_groups', [{'name': 'default'}]),
     ('availability_zone', 'nova'), ('accessIPv4', '10.0.0.1'),
