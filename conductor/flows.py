@@ -280,6 +280,12 @@ class Flows:
             prepared['flavor'] = new.to_dict()
         if action in ('rebuild', 'rescue'):
             prepared.setdefault('image_ref', inst['image_ref'])
+        if action == 'live_migrate' and inst.get('config_drive'):
+            # its ISO lives on this host; nothing writes it on another yet
+            raise exception.Invalid(
+                reason='instance %s has a config drive: live migration of '
+                       'a server with a config drive is not supported yet'
+                       % inst['uuid'])
         if action == 'live_migrate' and params.get('host') == inst['host']:
             raise exception.Invalid(reason='instance %s is already on host %s'
                                     % (inst['uuid'], inst['host']))

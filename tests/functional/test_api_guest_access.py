@@ -2,19 +2,26 @@
 (issue 24), through the API over the shared plane: stored on the server
 and shown as Nova shows them; a key pair of another user, bad base64, user
 data over 64 KiB and a config_drive that is no boolean are 400s naming the
-field, and change nothing."""
+field, and change nothing. The agent writes the config drive the fake
+driver attaches, again on rebuild, and removes it with the server."""
 
 import base64
+import json
+import os
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from compute_agent import configdrive
 from tests.functional import api_support
 from tests.functional.api_support import IMAGE
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
+from tests.functional.conftest import domain
 from tests.functional.conftest import set_opts
+from tests.functional.conftest import wait_for
+from tests.unit.compute_agent.test_configdrive import read
 
 
 @pytest.fixture(scope='module')
@@ -105,3 +112,48 @@ def test_another_user_s_key_pair_cannot_be_named(app, user):
     other = Api(app, token=api_support.new_project())
     resp = _create(other, key_name='theirs')
     assert resp.status_code == 400 and 'server.key_name' in message(resp)
+
+
+def test_the_agent_writes_the_drive_rebuilds_it_and_removes_it(
+        shared_plane, user):
+    data = base64.b64encode(b'first boot').decode()
+    resp = _create(user, user_data=data, config_drive='true',
+                   metadata={'role': 'db'})
+    uuid = resp.get_json()['server']['id']
+    assert user.settled(uuid)['status'] == 'ACTIVE'
+    host = shared_plane.statedb.get_instance(uuid)['host']
+    path = domain(shared_plane, host, uuid)['config_drive']
+    assert path == configdrive.path(shared_plane.conf, host, uuid)
+    files, _ = read(path)
+    first = json.loads(files['openstack/latest/meta_data.json'])
+    assert (first['uuid'], first['meta']) == (uuid, {'role': 'db'})
+    assert files['openstack/latest/user_data'] == b'first boot'
+    # a rebuild writes it again (a new random seed) and attaches it again
+    user.act(uuid, {'rebuild': {'imageRef': IMAGE}})
+    again = json.loads(read(path)[0]['openstack/latest/meta_data.json'])
+    assert again['random_seed'] != first['random_seed']
+    assert domain(shared_plane, host, uuid)['config_drive'] == path
+    assert user.delete('/servers/%s' % uuid).status_code == 204
+    wait_for(lambda: not os.path.exists(path),
+             what='the config drive removed with its server')
+
+
+def test_a_server_without_a_drive_gets_none_written(shared_plane, user):
+    uuid = _create(user).get_json()['server']['id']
+    assert user.settled(uuid)['status'] == 'ACTIVE'
+    host = shared_plane.statedb.get_instance(uuid)['host']
+    assert domain(shared_plane, host, uuid)['config_drive'] is None
+    assert not os.path.exists(configdrive.path(shared_plane.conf, host,
+                                               uuid))
+
+
+def test_a_server_with_a_drive_is_not_live_migrated_yet(app, user):
+    uuid = _create(user, config_drive=True).get_json()['server']['id']
+    assert user.settled(uuid)['status'] == 'ACTIVE'
+    admin = Api(app, token=api_support.ADMIN_TOKEN)
+    resp = admin.post('/servers/%s/action' % uuid, {'os-migrateLive': {
+        'host': None, 'block_migration': 'auto'}})
+    assert resp.status_code == 400
+    assert 'config drive' in message(resp) and 'not supported' in message(
+        resp)
+    assert user.server(uuid)['status'] == 'ACTIVE'
