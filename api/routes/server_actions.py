@@ -21,6 +21,8 @@ TASK_ID_HEADER = request.TASK_ID_HEADER
 TABLE = table.TABLE
 LOCK_REASON = microversion.APIVersion(2, 73)
 DESCRIPTION = microversion.APIVersion(2, 19)
+KEY_NAME = microversion.APIVersion(2, 54)
+USER_DATA = microversion.APIVersion(2, 57)
 
 
 # --- actions ---------------------------------------------------------------------
@@ -116,6 +118,18 @@ def _rebuild_changes(body):
             'Invalid input for field/attribute rebuild.adminPass: setting '
             'a password at rebuild is not supported (the rebuilt guest has '
             'no agent to take it yet; use changePassword once it runs)')
+    for field, since in (('key_name', KEY_NAME), ('user_data', USER_DATA)):
+        if field in body and request.version() < since:
+            raise exception.Invalid(
+                "Invalid input for field/attribute rebuild.%s. Additional "
+                "properties are not allowed ('%s' was unexpected: it needs "
+                "microversion %s or later)" % (field, field, since))
+        if field in body:
+            raise exception.Invalid(
+                'Invalid input for field/attribute rebuild.%s. Not '
+                'supported yet: a rebuild keeps the key pair and user data '
+                'the server was created with (its config drive is written '
+                'again with them)' % field)
     if 'description' in body and request.version() < DESCRIPTION:
         raise exception.Invalid(
             "Invalid input for field/attribute rebuild.description. "

@@ -157,3 +157,21 @@ def test_a_server_with_a_drive_is_not_live_migrated_yet(app, user):
     assert 'config drive' in message(resp) and 'not supported' in message(
         resp)
     assert user.server(uuid)['status'] == 'ACTIVE'
+
+
+@pytest.mark.parametrize('field,value,version,why', [
+    ('key_name', 'mykey', '2.54', 'Not supported yet'),
+    ('key_name', None, '2.54', 'Not supported yet'),
+    ('user_data', 'aGk=', '2.57', 'Not supported yet'),
+    ('key_name', 'mykey', '2.53', 'needs microversion 2.54'),
+    ('user_data', 'aGk=', '2.56', 'needs microversion 2.57'),
+])
+def test_a_rebuild_refuses_a_new_key_or_user_data_for_now(
+        user, field, value, version, why):
+    uuid = _create(user).get_json()['server']['id']
+    assert user.settled(uuid)['status'] == 'ACTIVE'
+    resp = user.post('/servers/%s/action' % uuid, {'rebuild': {
+        'imageRef': IMAGE, field: value}}, version=version)
+    assert resp.status_code == 400
+    assert 'rebuild.%s' % field in message(resp) and why in message(resp)
+    assert user.server(uuid)['OS-EXT-STS:task_state'] is None
