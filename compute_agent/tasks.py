@@ -82,11 +82,18 @@ def _build(agent, inst, params):
     # Networks and disks are attached within spawn (states._BUILD_STEPS).
     agent.progress(inst, step=states.step.SPAWNING)
     drive = _config_drive(agent, inst, params, agent.driver.spawn)
-    with _image(agent, params, inst['image_ref'], agent.driver.spawn) as extra:
-        agent.driver.spawn(uuid, name=inst['name'], **drive,
-                           flavor=Flavor(inst['flavor_name'], inst['vcpus'],
-                                         inst['memory_mb'], inst['disk_gb']),
-                           image_ref=inst['image_ref'], **extra)
+    try:
+        with _image(agent, params, inst['image_ref'],
+                    agent.driver.spawn) as extra:
+            agent.driver.spawn(
+                uuid, name=inst['name'], image_ref=inst['image_ref'],
+                flavor=Flavor(inst['flavor_name'], inst['vcpus'],
+                              inst['memory_mb'], inst['disk_gb']),
+                **drive, **extra)
+    except BaseException:
+        if drive:       # no domain to hold it: nothing would remove it
+            configdrive.remove(agent.conf, agent.host, uuid)
+        raise
 
 
 def _rebuild(agent, inst, params):

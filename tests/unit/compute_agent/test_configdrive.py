@@ -181,3 +181,25 @@ def test_a_driver_that_cannot_attach_a_drive_fails_the_task(conf):
     assert not os.path.exists(configdrive.path(conf, 'host-a', UUID))
     # a task that says nothing of drives (an older conductor's) needs none
     assert tasks._config_drive(Agent, INST, {}, Agent.driver.spawn) == {}
+
+
+def test_a_build_that_fails_leaves_no_drive(conf):
+    class FailingDriver:
+        def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None):
+            assert os.path.exists(config_drive)
+            raise VirtError('no room')
+
+    class Agent:
+        driver = FailingDriver()
+        host = 'host-a'
+
+        def progress(self, inst, step=None):
+            pass
+
+        def image_client(self, params):
+            return None
+    Agent.conf = conf
+    inst = dict(INST, vcpus=1, memory_mb=64, disk_gb=1)
+    with pytest.raises(VirtError, match='no room'):
+        tasks._build(Agent(), inst, _params())
+    assert not os.path.exists(configdrive.path(conf, 'host-a', UUID))
