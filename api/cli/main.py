@@ -37,10 +37,12 @@ from api.cli import catalog
 from api.cli import client as client_mod
 from api.cli import events
 from api.cli import images
+from api.cli import keypairs
 from api.cli import leases
 from api.cli import servers
 
-COMMAND_MODULES = (servers, events, catalog, accounting, images, leases)
+COMMAND_MODULES = (servers, events, catalog, accounting, images, leases,
+                   keypairs)
 
 
 class TristateApp(app.App):

@@ -1,6 +1,7 @@
 """``tristate server ...``: create, list, show, delete, every action of the
 table, ``set-policy``, ``rename`` and ``actions`` (the action log)."""
 
+import base64
 import dataclasses
 import typing
 
@@ -22,7 +23,8 @@ SHOW_FIELDS = (
     ('power_reason', 'tristate:power_reason'),
     ('oper_state', 'tristate:oper_state'), ('ec2_state', 'tristate:ec2_state'),
     ('host', 'OS-EXT-SRV-ATTR:host'), ('flavor', 'flavor'),
-    ('image', 'image'), ('user_shutdown', 'metadata'),
+    ('image', 'image'), ('key_name', 'key_name'),
+    ('config_drive', 'config_drive'), ('user_shutdown', 'metadata'),
     ('crash', 'metadata'), ('project_id', 'tenant_id'),
     ('user_id', 'user_id'), ('created', 'created'), ('updated', 'updated'),
     ('fault', 'fault'),
@@ -108,6 +110,18 @@ class _Waits:
 
 # --- create, list, show, delete ---------------------------------------------
 
+def _guest_access(parsed_args):
+    found = {}
+    if parsed_args.key_name:
+        found['key_name'] = parsed_args.key_name
+    if parsed_args.user_data:
+        with open(parsed_args.user_data, 'rb') as f:
+            found['user_data'] = base64.b64encode(f.read()).decode()
+    if parsed_args.config_drive:
+        found['config_drive'] = True
+    return found
+
+
 class CreateServer(_Waits, show.ShowOne):
     """Create a server and build it (on a host the scheduler picks)."""
 
@@ -129,6 +143,13 @@ class CreateServer(_Waits, show.ShowOne):
         parser.add_argument('--reservation', metavar='RESERVATION_ID',
                             help='Build on the hosts of this reservation of '
                                  'an active lease (`tristate lease show`).')
+        parser.add_argument('--key-name', help='One of your key pairs '
+                            '(`tristate keypair list`), for the guest.')
+        parser.add_argument('--user-data', metavar='FILE',
+                            help='A file the guest gets as its user data '
+                                 '(cloud-init; at most 64 KiB).')
+        parser.add_argument('--config-drive', action='store_true',
+                            help='Give the guest a config drive.')
         self.add_wait(parser)
         return parser
 
@@ -141,6 +162,7 @@ class CreateServer(_Waits, show.ShowOne):
                     if getattr(parsed_args, key)}
         if metadata:
             server['metadata'] = metadata
+        server.update(_guest_access(parsed_args))
         body = {'server': server}
         if parsed_args.reservation:
             body['os:scheduler_hints'] = {
