@@ -10,6 +10,9 @@ in the build task, written into its config drive).
   decoded; kept as sent.
 * ``config_drive``: Nova's boolean; the conductor adds ``[compute]
   force_config_drive``.
+
+A rebuild takes a new ``key_name`` (2.54) and ``user_data`` (2.57), each
+null to remove it (api/routes/server_actions.py), checked the same way.
 """
 
 import base64
@@ -25,28 +28,30 @@ from common import exception
 MAX_USER_DATA = 65536
 
 
-def _invalid(field, value, why):
+def _invalid(field, value, why, where='server'):
     return exception.Invalid(
-        'Invalid input for field/attribute server.%s. Value: %s. %s'
-        % (field, json.dumps(value)[:100], why))
+        'Invalid input for field/attribute %s.%s. Value: %s. %s'
+        % (where, field, json.dumps(value)[:100], why))
 
 
-def user_data(value):
+def user_data(value, where='server'):
     """``value`` if it is base64 of at most :data:`MAX_USER_DATA` bytes;
     a 400 naming ``user_data`` otherwise."""
     if not isinstance(value, str):
         raise _invalid('user_data', value, 'user_data must be a string of '
-                       'base64 text')
+                       'base64 text', where)
     text = ''.join(value.split())
     try:
         data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise _invalid('user_data', value, 'user_data is not valid base64 '
-                       '(RFC 4648, "+/" alphabet, "=" padding)') from None
+                       '(RFC 4648, "+/" alphabet, "=" padding)',
+                       where) from None
     if len(data) > MAX_USER_DATA:
         raise _invalid('user_data', '%d bytes' % len(data),
                        'user_data is %d bytes once decoded; the limit is '
-                       '%d bytes (64 KiB)' % (len(data), MAX_USER_DATA))
+                       '%d bytes (64 KiB)' % (len(data), MAX_USER_DATA),
+                       where)
     return text
 
 
@@ -62,18 +67,19 @@ def config_drive(value):
                    '(true, false, or a string of one)')
 
 
-def key_pair(name):
+def key_pair(name, where='server'):
     """``{'key_name', 'key_data'}`` of the caller's key pair ``name``."""
     if not isinstance(name, str) or not name:
         raise _invalid('key_name', name, 'key_name must be the name of one '
-                       'of your key pairs')
+                       'of your key pairs', where)
     ctx = request.context()
     try:
         found = request.services().client.statedb.get_keypair(
             ctx.user_id or '', name)
     except exception.NotFound:
         raise _invalid('key_name', name, 'Invalid key_name provided: you '
-                       'have no key pair of that name (os-keypairs)') from None
+                       'have no key pair of that name (os-keypairs)',
+                       where) from None
     return {'key_name': found['name'], 'key_data': found['public_key']}
 
 

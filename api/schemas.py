@@ -143,10 +143,9 @@ REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
                                           'Hard', 'hard']})
 # Nova's rebuild (``description`` from 2.19: the route checks the
 # microversion). ``adminPass`` is refused by the route: the rebuilt guest
-# has no agent to take it yet; so are ``key_name`` (2.54) and
-# ``user_data`` (2.57): a rebuild keeps the server's own for now. There is
-# no ephemeral disk to preserve or not, so ``preserve_ephemeral`` is true
-# to either way.
+# has no agent to take it yet. ``key_name`` (2.54) and ``user_data`` (2.57)
+# are checked by the route (api/guest.py). There is no ephemeral disk to
+# preserve or not, so ``preserve_ephemeral`` is true to either way.
 REBUILD = _object(['imageRef'], imageRef=IMAGE_REF, name=NAME,
                   metadata=METADATA, description=DESCRIPTION,
                   adminPass={'type': 'string'},

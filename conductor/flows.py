@@ -25,7 +25,11 @@ TABLE = actions.TABLE
 
 # Parameters each action takes: name -> (type, required). Others take none.
 PARAMS = {
-    'rebuild': {'image_ref': (str, False)},
+    'rebuild': {'image_ref': (str, False),
+                # the server's new key pair or user data (null: none)
+                'key_name': ((str, type(None)), False),
+                'key_data': ((str, type(None)), False),
+                'user_data': ((str, type(None)), False)},
     'rescue': {'image_ref': (str, False), 'password': (str, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
@@ -50,12 +54,18 @@ def validate_params(action, params):
         if name not in params:
             if required:
                 raise exception.Invalid(reason='%s needs parameter %r (%s)'
-                                        % (action, name, kind.__name__))
+                                        % (action, name, _kind_name(kind)))
             continue
         if not isinstance(params[name], kind) or isinstance(params[name], bool):
             raise exception.Invalid(
                 reason='%s parameter %r must be %s, not %r'
-                       % (action, name, kind.__name__, params[name]))
+                       % (action, name, _kind_name(kind), params[name]))
+
+
+def _kind_name(kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return ' or '.join('null' if k is type(None) else k.__name__
+                       for k in kinds)
 
 
 def _claim_message(prepared):
@@ -81,6 +91,8 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'tags': list, 'boot_reservation_id': str,
                       'launch_index': int, 'key_name': str, 'key_data': str,
                       'user_data': str, 'config_drive': bool}
+# What a rebuild may change of the guest's access (RPC 1.10).
+GUEST_KEYS = ('key_name', 'key_data', 'user_data')
 # Tasks that make the guest's disks, and so its config drive.
 GUEST_TASKS = ('build', 'rebuild')
 AVAILABILITY_ZONE = 'nova'
@@ -257,6 +269,7 @@ class Flows:
                 self.images.forget_snapshot(prepared['image_id'])
             raise
         with self._unsent_fails(task_ctx, inst, action):
+            inst = self._new_guest_access(task_ctx, inst, action, prepared)
             if inst['task_state'] == states.task.BUILDING:
                 # rebuild of a buried instance: the build runs again
                 self._build(task_ctx, inst, flavors.of_instance(inst), action,
@@ -267,6 +280,17 @@ class Flows:
         if 'image_id' in prepared:
             after['image_id'] = prepared['image_id']
         return after
+
+    def _new_guest_access(self, task_ctx, inst, action, prepared):
+        """A claimed rebuild's new key pair or user data, stored on the
+        instance (as Nova does at the request) before the task is sent:
+        the rebuilt config drive carries them."""
+        values = {k: prepared.pop(k) for k in GUEST_KEYS if k in prepared}
+        if action != 'rebuild' or not values:
+            return inst
+        if 'key_name' in values and values['key_name'] is None:
+            values['key_data'] = None
+        return self.db.set_guest_access(task_ctx, inst['uuid'], values)
 
     def _prepare(self, ctx, inst, action, params):
         """Turn request parameters into what the agent needs (a resize's

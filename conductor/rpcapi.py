@@ -158,6 +158,10 @@ class ConductorAPI:
             # 1.3: a rescue takes the password the API answered with
             self._need('1.3', 'rescue with an admin password')
             version = '1.3'
+        if action == 'rebuild' and GUEST_ACCESS & set(params):
+            # 1.10: a rebuild's new key pair or user data
+            self._need('1.10', 'a rebuild with a key pair or user data')
+            version = '1.10'
         return self._call(ctx, 'run_action', version=version,
                           instance_uuid=instance_uuid, action=action,
                           params=params)

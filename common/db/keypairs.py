@@ -7,6 +7,8 @@ table's constraint: two concurrent creates of one name give one 409). A
 user may hold at most ``key_pairs`` of them (``[quota] key_pairs``, Nova's
 per-user limit), counted in the transaction that inserts. Delete removes
 the row: a server keeps the public key it was built with in its own row.
+A rebuild may give the server another key or user data
+(:meth:`KeyPairsMixin.set_guest_access`).
 """
 
 import sqlalchemy as sa
@@ -15,6 +17,9 @@ from common import exception
 from common.db import models
 
 K = models.KeyPair.__table__
+I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
+# What a rebuild may change of an instance's access (Nova 2.54, 2.57).
+GUEST_COLUMNS = frozenset({'key_name', 'key_data', 'user_data'})
 
 
 class KeyPairExists(exception.Conflict):
@@ -92,6 +97,24 @@ class KeyPairsMixin:
         return self.db.transaction(lambda conn: conn.execute(
             sa.select(sa.func.count()).select_from(K).where(
                 K.c.user_id == user_id)).scalar(), readonly=True)
+
+    def set_guest_access(self, ctx, instance_uuid, values):
+        """Store a rebuild's new ``key_name``/``key_data``/``user_data``,
+        written by the task that holds the instance (``ctx.task_id``;
+        TaskPreempted otherwise). Returns the row after."""
+        unknown = set(values) - GUEST_COLUMNS
+        if unknown:
+            raise exception.Invalid(reason='not guest access columns: %s'
+                                    % ', '.join(sorted(unknown)))
+
+        def txn(conn):
+            done = conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id).values(
+                    updated_at=self.clock(), **values))
+            if done.rowcount != 1:
+                self._preempted(conn, instance_uuid, ctx.task_id)
+            return self._get(conn, instance_uuid)
+        return self.db.transaction(txn)
 
     def delete_keypair(self, user_id, name):
         """Remove the key pair; 404 if ``user_id`` has none of that name."""

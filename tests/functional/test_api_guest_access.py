@@ -159,14 +159,53 @@ def test_a_server_with_a_drive_is_not_live_migrated_yet(app, user):
     assert user.server(uuid)['status'] == 'ACTIVE'
 
 
+def _drive(shared_plane, uuid):
+    host = shared_plane.statedb.get_instance(uuid)['host']
+    files, _ = read(domain(shared_plane, host, uuid)['config_drive'])
+    return files
+
+
+def test_a_rebuild_takes_a_new_key_and_user_data_as_nova(shared_plane,
+                                                        user):
+    first, second = public_key(), public_key()
+    for name, key in (('first', first), ('second', second)):
+        assert user.post('/os-keypairs', {'keypair': {
+            'name': name, 'public_key': key}}).status_code == 201
+    resp = _create(user, key_name='first', config_drive=True,
+                   user_data=base64.b64encode(b'one').decode())
+    uuid = resp.get_json()['server']['id']
+    assert user.settled(uuid)['status'] == 'ACTIVE'
+    resp = user.post('/servers/%s/action' % uuid, {'rebuild': {
+        'imageRef': IMAGE, 'key_name': 'second',
+        'user_data': base64.b64encode(b'two').decode()}}, version='2.57')
+    assert resp.status_code == 202, resp.get_json()
+    answer = resp.get_json()['server']
+    assert (answer['key_name'], base64.b64decode(answer['user_data'])) == (
+        'second', b'two')
+    assert user.settled(uuid)['key_name'] == 'second'
+    files = _drive(shared_plane, uuid)
+    meta = json.loads(files['openstack/latest/meta_data.json'])
+    assert meta['public_keys'] == {'second': second}
+    assert files['openstack/latest/user_data'] == b'two'
+    # null removes them
+    resp = user.post('/servers/%s/action' % uuid, {'rebuild': {
+        'imageRef': IMAGE, 'key_name': None, 'user_data': None}},
+        version='2.57')
+    assert resp.status_code == 202, resp.get_json()
+    assert user.settled(uuid)['key_name'] is None
+    files = _drive(shared_plane, uuid)
+    assert json.loads(files['openstack/latest/meta_data.json'])[
+        'public_keys'] == {}
+    assert 'openstack/latest/user_data' not in files
+
+
 @pytest.mark.parametrize('field,value,version,why', [
-    ('key_name', 'mykey', '2.54', 'Not supported yet'),
-    ('key_name', None, '2.54', 'Not supported yet'),
-    ('user_data', 'aGk=', '2.57', 'Not supported yet'),
+    ('key_name', 'nobody-has-it', '2.54', 'Invalid key_name'),
+    ('user_data', 'not base64!', '2.57', 'not valid base64'),
     ('key_name', 'mykey', '2.53', 'needs microversion 2.54'),
     ('user_data', 'aGk=', '2.56', 'needs microversion 2.57'),
 ])
-def test_a_rebuild_refuses_a_new_key_or_user_data_for_now(
+def test_a_rebuild_refuses_a_bad_key_or_user_data(
         user, field, value, version, why):
     uuid = _create(user).get_json()['server']['id']
     assert user.settled(uuid)['status'] == 'ACTIVE'
