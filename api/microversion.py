@@ -12,6 +12,9 @@ meaning the bodies Tristate serves change (docs/operator-guide.md):
 
 * 2.1: the base. ``POST /servers`` answers ``id``, ``links`` and
   ``OS-DCF:diskConfig`` only, at every version.
+* 2.2, 2.10, 2.35, 2.92: a key pair's ``type`` (create 201, delete 204),
+  an admin's ``user_id``, paging of the list, then import only
+  (api/routes/keypairs.py).
 * 2.3: more ``OS-EXT-SRV-ATTR:*`` keys (admins).
 * 2.9 ``locked``, 2.16 ``host_status`` (admins), 2.19 ``description``,
   2.26 ``tags``, 2.63 ``trusted_image_certificates``, 2.71

@@ -109,7 +109,27 @@ def list_rules():
               ('GET', '/os-hypervisors/detail'),
               ('GET', '/os-hypervisors/{hypervisor_id}')),
     ] + (_action_rules() + _lease_rules() + _accounting_rules()
-         + _catalogue_rules() + _zone_rules())
+         + _catalogue_rules() + _zone_rules() + _keypair_rules())
+
+
+# An admin, or the user the key pair belongs to (Nova's default).
+ADMIN_OR_USER = 'rule:context_is_admin or user_id:%(user_id)s'
+
+
+def _keypair_rules():
+    """Key pairs are a user's (Nova's defaults): the user, or an admin
+    naming the user with ``user_id`` (2.10)."""
+    path = '/os-keypairs'
+    return [
+        _rule('tristate:keypairs:index', ADMIN_OR_USER,
+              'List a user\'s key pairs.', ('GET', path)),
+        _rule('tristate:keypairs:create', ADMIN_OR_USER,
+              'Create or import a key pair.', ('POST', path)),
+        _rule('tristate:keypairs:show', ADMIN_OR_USER, 'Show a key pair.',
+              ('GET', path + '/{keypair_name}')),
+        _rule('tristate:keypairs:delete', ADMIN_OR_USER,
+              'Delete a key pair.', ('DELETE', path + '/{keypair_name}')),
+    ]
 
 
 def _catalogue_rules():

@@ -74,9 +74,10 @@ def _object(required=(), **properties):
             'required': list(required), 'additionalProperties': False}
 
 
-# Nova's fields of POST /servers that Tristate does not act on yet: the
-# route refuses them (api/routes/servers.py, refuse_unbuilt) with a 400
-# naming the issue that builds each, beside the values it does honour.
+# Nova's fields of POST /servers checked by the route: those Tristate does
+# not act on yet it refuses (api/routes/servers.py, refuse_unbuilt) with a
+# 400 naming the issue that builds each; key_name, user_data and
+# config_drive are api/guest.py's.
 _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
                    'user_data', 'config_drive',
                    'adminPass', 'OS-DCF:diskConfig',
@@ -142,11 +143,13 @@ REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
                                           'Hard', 'hard']})
 # Nova's rebuild (``description`` from 2.19: the route checks the
 # microversion). ``adminPass`` is refused by the route: the rebuilt guest
-# has no agent to take it yet. There is no ephemeral disk to preserve or
-# not, so ``preserve_ephemeral`` is true to either way.
+# has no agent to take it yet. ``key_name`` (2.54) and ``user_data`` (2.57)
+# are checked by the route (api/guest.py). There is no ephemeral disk to
+# preserve or not, so ``preserve_ephemeral`` is true to either way.
 REBUILD = _object(['imageRef'], imageRef=IMAGE_REF, name=NAME,
                   metadata=METADATA, description=DESCRIPTION,
                   adminPass={'type': 'string'},
+                  key_name=ANYTHING, user_data=ANYTHING,
                   preserve_ephemeral={'type': 'boolean'},
                   **{'OS-DCF:diskConfig': {'enum': ['MANUAL']}})
 # lock: ``locked_reason`` from 2.73 (the route checks the microversion).

@@ -7,10 +7,10 @@ anyone.
 
 import datetime
 import hashlib
-import re
 
 from api import microversion
 from api import status
+from common import hostnames
 from common import reconcile
 from common import states
 from common.db import quota_classes
@@ -279,7 +279,8 @@ def _add_extensions(body, inst, shape, extended, zone):
     """Nova's show/detail extensions: zone, states, usage, where it runs."""
     body.update({
         'key_name': inst.get('key_name'),
-        'config_drive': '',
+        # Nova's string: "True" with a config drive, else ""
+        'config_drive': 'True' if inst.get('config_drive') else '',
         'OS-EXT-AZ:availability_zone': zone,
         'OS-EXT-STS:vm_state': status.shown_vm_state(inst['vm_state'],
                                                      shape.version),
@@ -308,24 +309,16 @@ def _extended_value(inst, key):
     if key == 'OS-EXT-SRV-ATTR:reservation_id':
         # the boot request's (r-...), not a lease's reservation
         return inst.get('boot_reservation_id')
-    # kernel_id, ramdisk_id, root_device_name, user_data: Tristate keeps
-    # none of them
+    # kernel_id, ramdisk_id, root_device_name: Tristate keeps none of them;
+    # user_data is the one sent at create (api/guest.py)
     return inst.get(key.partition(':')[2])
 
 
 def _hostname(inst):
-    """Nova's hostname of a server: its name with spaces, ``_`` and ``.``
-    made ``-``, other characters but letters and digits dropped,
-    lowercase, at most 63 characters."""
+    """Nova's hostname of a server (common/hostnames.py)."""
     if inst.get('hostname'):
         return inst['hostname']
-    name = _HOSTNAME_DROP.sub('', _HOSTNAME_DASH.sub('-', inst['name']))
-    name = name.lower()[:63].strip('-.')
-    return name or 'server-%s' % inst['uuid']
-
-
-_HOSTNAME_DASH = re.compile(r'[ _.]')
-_HOSTNAME_DROP = re.compile(r'[^A-Za-z0-9-]+')
+    return hostnames.of(inst['name'], inst['uuid'])
 
 
 def _add_tristate(body, inst, host_up):
@@ -521,8 +514,9 @@ def _shown(vm_state, version):
 # --- quota sets (os-quota-sets) ---------------------------------------------------
 
 # Nova's quota keys, with what they stopped being at. Tristate enforces
-# ``metadata_items`` ([quota] metadata_items); the others it does not limit
-# show Nova's defaults, as the quota classes do
+# ``metadata_items`` ([quota] metadata_items) and ``key_pairs`` (per user:
+# the default quota class's, else [quota] key_pairs); the others it does
+# not limit show Nova's defaults, as the quota classes do
 # (common.db.quota_classes.NOVA_ONLY).
 _NOVA_ONLY_QUOTAS = (
     ('metadata_items', None), ('key_pairs', None), ('server_groups', None),
@@ -544,7 +538,7 @@ def quota_keys(version):
 
 
 def quota_set(values, version, *, project_id=None, in_use=None,
-              metadata_items=None):
+              metadata_items=None, key_pairs=None):
     """A quota set at ``version``: ``values`` is {resource: limit} of
     Tristate's resources; with ``in_use`` ({resource: count}) each is the
     detail's {limit, in_use, reserved}."""
@@ -557,6 +551,8 @@ def quota_set(values, version, *, project_id=None, in_use=None,
     nova = dict(quota_classes.NOVA_ONLY)
     if metadata_items is not None:
         nova['metadata_items'] = metadata_items
+    if key_pairs is not None:
+        nova['key_pairs'] = key_pairs
     body.update((k, shown(k, nova[k])) for k in quota_keys(version))
     if version >= microversion.TRISTATE:
         body.update((r, shown(r, v)) for r, v in values.items()

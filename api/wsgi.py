@@ -41,6 +41,7 @@ from api.routes import catalog
 from api.routes import flavors
 from api.routes import image_metadata
 from api.routes import images
+from api.routes import keypairs
 from api.routes import leases
 from api.routes import limits
 from api.routes import migrations
@@ -72,7 +73,7 @@ def create_app(conf, client, *, policy=None):
                       accounting.bp, images.bp, image_metadata.bp,
                       flavors.bp, limits.bp, services_routes.bp,
                       aggregates.bp, availability_zones.bp, migrations.bp,
-                      networks.bp):
+                      networks.bp, keypairs.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)

@@ -29,6 +29,7 @@ from common import exception
 from common import metrics
 from common import rpc
 from common.images import client as image_client
+from compute_agent import configdrive
 from compute_agent import reporter as reporter_mod
 from compute_agent import rpcapi
 from compute_agent import tasks
@@ -160,6 +161,7 @@ class AgentManager:
     def destroy_domain(self, ctx, instance_uuid):
         LOG.info('Destroying domain %s on request', instance_uuid)
         self.driver.destroy(instance_uuid)
+        configdrive.remove(self.conf, self.host, instance_uuid)
 
     # --- running a task ------------------------------------------------------------
 
@@ -291,6 +293,7 @@ class AgentManager:
     def _cleanup_deleted(self, uuid):
         try:
             self.driver.destroy(uuid)
+            configdrive.remove(self.conf, self.host, uuid)
         except Exception:
             LOG.exception('Could not destroy domain %s of a deleted instance',
                           uuid)
@@ -340,6 +343,7 @@ class _TaskView:
 
     def __init__(self, manager, ctx):
         self.driver = metrics.TimedDriver(manager.driver, manager.host)
+        self.host = manager.host
         self.conf = manager.conf
         self.image_cache = manager.image_cache
         self._manager = manager

@@ -27,6 +27,7 @@ from common import context as tcontext
 from common import metrics
 from common import states
 from common import version
+from compute_agent import configdrive
 from compute_agent.virt.driver import DomainInfo
 
 LOG = logging.getLogger(__name__)
@@ -343,6 +344,7 @@ class Reporter:
                 LOG.warning('Destroying orphan domain %s (no instance owns it)',
                             uuid)
                 self.driver.destroy(uuid)
+                configdrive.remove(self.conf, self.host, uuid)
                 self._orphans_seen.pop(uuid, None)
             elif action == 'stop':
                 info = self.driver.get_domain(uuid)
@@ -360,6 +362,7 @@ class Reporter:
         LOG.info('Destroying domain %s: its instance was deleted', uuid)
         try:
             self.driver.destroy(uuid)
+            configdrive.remove(self.conf, self.host, uuid)
         except Exception:
             LOG.exception('Could not destroy leftover domain %s', uuid)
 

@@ -15,6 +15,10 @@ write grant, then deletes. With an existing Glance (no grant) the agent
 also deletes the image of a snapshot that failed and rotates backups
 (:mod:`compute_agent.existing_glance`). Drivers that do not take these
 keywords are called as before (:func:`takes`).
+
+Config drive: a build or rebuild whose ``params['config_drive']`` is true
+gets the instance's ConfigDrive-2 ISO written first
+(:mod:`compute_agent.configdrive`) and passed as ``config_drive=PATH``.
 """
 
 import contextlib
@@ -26,6 +30,7 @@ import tempfile
 from common import states
 from common.flavors import Flavor
 from common.images import client as image_client
+from compute_agent import configdrive
 from compute_agent import existing_glance as glance
 from compute_agent.virt.driver import VirtError
 
@@ -55,25 +60,52 @@ def _image(agent, params, image_ref, method):
         yield {'image': cached}
 
 
+def _config_drive(agent, inst, params, method):
+    """``{'config_drive': path}`` when the task asks for a config drive
+    (written now, :mod:`compute_agent.configdrive`); a driver that cannot
+    attach one fails the task rather than boot the guest without it. A
+    task from a conductor before config drives says nothing: none."""
+    if 'config_drive' not in params:
+        return {}
+    drive = configdrive.make(agent.conf, agent.host, inst, params)
+    if drive is None:
+        return {}
+    if not takes(method, 'config_drive'):
+        configdrive.remove(agent.conf, agent.host, inst['uuid'])
+        raise VirtError('the %s driver cannot attach a config drive'
+                        % type(agent.driver).__name__)
+    return {'config_drive': drive}
+
+
 def _build(agent, inst, params):
     uuid = inst['uuid']
     # Networks and disks are attached within spawn (states._BUILD_STEPS).
     agent.progress(inst, step=states.step.SPAWNING)
-    with _image(agent, params, inst['image_ref'], agent.driver.spawn) as extra:
-        agent.driver.spawn(uuid, name=inst['name'],
-                           flavor=Flavor(inst['flavor_name'], inst['vcpus'],
-                                         inst['memory_mb'], inst['disk_gb']),
-                           image_ref=inst['image_ref'], **extra)
+    drive = _config_drive(agent, inst, params, agent.driver.spawn)
+    try:
+        with _image(agent, params, inst['image_ref'],
+                    agent.driver.spawn) as extra:
+            agent.driver.spawn(
+                uuid, name=inst['name'], image_ref=inst['image_ref'],
+                flavor=Flavor(inst['flavor_name'], inst['vcpus'],
+                              inst['memory_mb'], inst['disk_gb']),
+                **drive, **extra)
+    except BaseException:
+        if drive:       # no domain to hold it: nothing would remove it
+            configdrive.remove(agent.conf, agent.host, uuid)
+        raise
 
 
 def _rebuild(agent, inst, params):
     if agent.driver.get_domain(inst['uuid']) is None:
         return _build(agent, inst, params)       # a buried instance
     agent.progress(inst, step=states.step.SPAWNING)
+    drive = _config_drive(agent, inst, params, agent.driver.rebuild)
     with _image(agent, params, params['image_ref'],
                 agent.driver.rebuild) as extra:
         return agent.driver.rebuild(inst['uuid'],
-                                    image_ref=params['image_ref'], **extra)
+                                    image_ref=params['image_ref'], **drive,
+                                    **extra)
 
 
 def _stop(agent, inst, params):

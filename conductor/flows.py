@@ -13,6 +13,7 @@ import logging
 from common import actions
 from common import exception
 from common import flavors
+from common import hostnames
 from common import states
 from common.db import attributes as attributes_db
 from conductor import delivery
@@ -24,7 +25,11 @@ TABLE = actions.TABLE
 
 # Parameters each action takes: name -> (type, required). Others take none.
 PARAMS = {
-    'rebuild': {'image_ref': (str, False)},
+    'rebuild': {'image_ref': (str, False),
+                # the server's new key pair or user data (null: none)
+                'key_name': ((str, type(None)), False),
+                'key_data': ((str, type(None)), False),
+                'user_data': ((str, type(None)), False)},
     'rescue': {'image_ref': (str, False), 'password': (str, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
@@ -49,12 +54,18 @@ def validate_params(action, params):
         if name not in params:
             if required:
                 raise exception.Invalid(reason='%s needs parameter %r (%s)'
-                                        % (action, name, kind.__name__))
+                                        % (action, name, _kind_name(kind)))
             continue
         if not isinstance(params[name], kind) or isinstance(params[name], bool):
             raise exception.Invalid(
                 reason='%s parameter %r must be %s, not %r'
-                       % (action, name, kind.__name__, params[name]))
+                       % (action, name, _kind_name(kind), params[name]))
+
+
+def _kind_name(kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return ' or '.join('null' if k is type(None) else k.__name__
+                       for k in kinds)
 
 
 def _claim_message(prepared):
@@ -78,7 +89,30 @@ def _locking_name(changes):
 
 _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'tags': list, 'boot_reservation_id': str,
-                      'launch_index': int, 'availability_zone': str}
+                      'launch_index': int, 'availability_zone': str,
+                      'key_name': str, 'key_data': str, 'user_data': str,
+                      'config_drive': bool}
+# What a rebuild may change of the guest's access (RPC 1.10).
+GUEST_KEYS = ('key_name', 'key_data', 'user_data')
+# Tasks that make the guest's disks, and so its config drive.
+GUEST_TASKS = ('build', 'rebuild')
+
+
+def guest_params(inst, zone_of):
+    """A build or rebuild task's parameters of guest access (issue 24):
+    ``key_name``, ``key_data``, ``user_data``, ``config_drive``; with a
+    config drive also what its meta_data.json says of the instance (its
+    host's availability zone: ``zone_of()``, read only then)."""
+    params = {key: inst.get(key)
+              for key in ('key_name', 'key_data', 'user_data')}
+    params['config_drive'] = bool(inst.get('config_drive'))
+    if params['config_drive']:
+        params['config_drive_meta'] = {
+            'hostname': hostnames.of(inst['name'], inst['uuid']),
+            'metadata': dict(inst.get('metadata') or {}),
+            'launch_index': inst.get('launch_index') or 0,
+            'availability_zone': zone_of()}
+    return params
 
 
 def _create_attributes(attributes, metadata_items):
@@ -195,6 +229,8 @@ class Flows:
                                          self.conf.conductor.default_crash),
         }
         values.update(attributes)
+        if self.conf.compute.force_config_drive:
+            values['config_drive'] = True
         inst, task_ctx = self.gateway.create(
             ctx, values, networks=validate_networks(networks),
             default_network=self.conf.network.default_network)
@@ -297,6 +333,7 @@ class Flows:
                 self.images.forget_snapshot(prepared['image_id'])
             raise
         with self._unsent_fails(task_ctx, inst, action):
+            inst = self._new_guest_access(task_ctx, inst, action, prepared)
             if inst['task_state'] == states.task.BUILDING:
                 # rebuild of a buried instance: the build runs again
                 self._rebuild_buried(task_ctx, inst, action, prepared)
@@ -306,6 +343,17 @@ class Flows:
         if 'image_id' in prepared:
             after['image_id'] = prepared['image_id']
         return after
+
+    def _new_guest_access(self, task_ctx, inst, action, prepared):
+        """A claimed rebuild's new key pair or user data, stored on the
+        instance (as Nova does at the request) before the task is sent:
+        the rebuilt config drive carries them."""
+        values = {k: prepared.pop(k) for k in GUEST_KEYS if k in prepared}
+        if action != 'rebuild' or not values:
+            return inst
+        if 'key_name' in values and values['key_name'] is None:
+            values['key_data'] = None
+        return self.db.set_guest_access(task_ctx, inst['uuid'], values)
 
     def _prepare(self, ctx, inst, action, params):
         """Turn request parameters into what the agent needs (a resize's
@@ -321,6 +369,12 @@ class Flows:
             prepared.setdefault('image_ref', inst['image_ref'])
         if action == 'rebuild':
             prepared['ports'] = self.db.ports_of(inst['uuid'])
+        if action == 'live_migrate' and inst.get('config_drive'):
+            # its ISO lives on this host; nothing writes it on another yet
+            raise exception.Invalid(
+                reason='instance %s has a config drive: live migration of '
+                       'a server with a config drive is not supported yet'
+                       % inst['uuid'])
         if action == 'live_migrate' and params.get('host') == inst['host']:
             raise exception.Invalid(reason='instance %s is already on host %s'
                                     % (inst['uuid'], inst['host']))
@@ -369,6 +423,10 @@ class Flows:
     def send(self, task_ctx, host, inst, action, params):
         payload = gw.payload(inst)
         params = self.images.task_params(host, payload, action, params)
+        if action in GUEST_TASKS:
+            params = dict(params, **guest_params(
+                inst, lambda: self.db.host_zones([host]).get(
+                    host, self.conf.default_availability_zone)))
         self.delivery.send(task_ctx, host, payload, action, params)
 
     def update_policies(self, ctx, instance_uuid, policies):

@@ -48,6 +48,11 @@ Version history:
   Sent only when it is not ``auto`` (what a conductor before 1.9 does
   when it has no network to allocate anyway); capped below 1.9 a request
   naming networks is refused.
+* 1.10 - create_instance's ``attributes`` may carry guest access (issue
+  24): ``key_name`` with the key pair's public key ``key_data``,
+  ``user_data`` (base64) and ``config_drive``; a create with any of them
+  is refused below 1.10 rather than sent to a conductor that would drop
+  them.
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
   build of the instance is placed in).
@@ -64,6 +69,21 @@ from common import rpc
 
 VERSION = '1.13'
 BASE_VERSION = '1.0'
+# create_instance's attributes of 1.10.
+GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
+                          'config_drive'})
+
+
+def _version(text):
+    return tuple(int(part) for part in text.split('.'))
+
+
+def _at_least(kwargs, version, **values):
+    """The call's ``version`` raised to ``version`` (never lowered: each
+    feature names the least it needs), and its ``values``."""
+    if _version(version) > _version(kwargs.get('version', BASE_VERSION)):
+        kwargs['version'] = version
+    kwargs.update(values)
 
 
 class ConductorAPI:
@@ -126,17 +146,20 @@ class ConductorAPI:
                 and not attributes.get('launch_index')):
             attributes = None   # one server: a conductor before 1.8 keeps
             #                     no reservation id, and nothing else is lost
-        if attributes:                      # 1.8
+        if attributes and GUEST_ACCESS & set(attributes):     # 1.10
+            self._need('1.10', 'a key pair, user data or a config drive')
+            _at_least(kwargs, '1.10', attributes=attributes)
+        elif attributes:                    # 1.8
             self._need('1.8', 'a server\'s description, metadata, tags or '
                        'min_count/max_count')
-            kwargs.update(version='1.8', attributes=attributes)
+            _at_least(kwargs, '1.8', attributes=attributes)
         if networks not in (None, 'auto'):  # 1.9
             self._need('1.9', 'a server\'s networks')
-            kwargs.update(version='1.9', networks=networks)
+            _at_least(kwargs, '1.9', networks=networks)
         if force_host is not None or (attributes or {}).get(
                 'availability_zone') is not None:           # 1.13
             self._need('1.13', 'an availability zone or a forced host')
-            kwargs['version'] = '1.13'
+            _at_least(kwargs, '1.13')
             if force_host is not None:
                 kwargs['force_host'] = force_host
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
@@ -166,6 +189,10 @@ class ConductorAPI:
             # 1.3: a rescue takes the password the API answered with
             self._need('1.3', 'rescue with an admin password')
             version = '1.3'
+        if action == 'rebuild' and GUEST_ACCESS & set(params):
+            # 1.10: a rebuild's new key pair or user data
+            self._need('1.10', 'a rebuild with a key pair or user data')
+            version = '1.10'
         return self._call(ctx, 'run_action', version=version,
                           instance_uuid=instance_uuid, action=action,
                           params=params)

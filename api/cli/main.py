@@ -41,13 +41,14 @@ from api.cli import catalog
 from api.cli import client as client_mod
 from api.cli import events
 from api.cli import images
+from api.cli import keypairs
 from api.cli import leases
 from api.cli import networks
 from api.cli import servers
 from api.cli import zones
 
 COMMAND_MODULES = (servers, events, catalog, accounting, images, leases,
-                   aggregates, zones, networks)
+                   aggregates, zones, networks, keypairs)
 
 
 class TristateApp(app.App):

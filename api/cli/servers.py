@@ -1,6 +1,7 @@
 """``tristate server ...``: create, list, show, delete, every action of the
 table, ``set-policy``, ``rename`` and ``actions`` (the action log)."""
 
+import base64
 import dataclasses
 import typing
 
@@ -23,7 +24,8 @@ SHOW_FIELDS = (
     ('power_reason', 'tristate:power_reason'),
     ('oper_state', 'tristate:oper_state'), ('ec2_state', 'tristate:ec2_state'),
     ('host', 'OS-EXT-SRV-ATTR:host'), ('addresses', 'addresses'),
-    ('flavor', 'flavor'), ('image', 'image'), ('user_shutdown', 'metadata'),
+    ('flavor', 'flavor'), ('image', 'image'), ('key_name', 'key_name'),
+    ('config_drive', 'config_drive'), ('user_shutdown', 'metadata'),
     ('crash', 'metadata'), ('project_id', 'tenant_id'),
     ('user_id', 'user_id'), ('created', 'created'), ('updated', 'updated'),
     ('fault', 'fault'),
@@ -119,6 +121,18 @@ class _Waits:
 
 # --- create, list, show, delete ---------------------------------------------
 
+def _guest_access(parsed_args):
+    found = {}
+    if parsed_args.key_name:
+        found['key_name'] = parsed_args.key_name
+    if parsed_args.user_data:
+        with open(parsed_args.user_data, 'rb') as f:
+            found['user_data'] = base64.b64encode(f.read()).decode()
+    if parsed_args.config_drive:
+        found['config_drive'] = True
+    return found
+
+
 class CreateServer(_Waits, show.ShowOne):
     """Create a server and build it (on a host the scheduler picks)."""
 
@@ -147,6 +161,13 @@ class CreateServer(_Waits, show.ShowOne):
                                  '"none" for no network). Default: the '
                                  'default network, if any '
                                  '(`tristate network list`).')
+        parser.add_argument('--key-name', help='One of your key pairs '
+                            '(`tristate keypair list`), for the guest.')
+        parser.add_argument('--user-data', metavar='FILE',
+                            help='A file the guest gets as its user data '
+                                 '(cloud-init; at most 64 KiB).')
+        parser.add_argument('--config-drive', action='store_true',
+                            help='Give the guest a config drive.')
         self.add_wait(parser)
         return parser
 
@@ -165,6 +186,7 @@ class CreateServer(_Waits, show.ShowOne):
             server['networks'] = [
                 {'uuid': self.app.client.get('/os-networks/%s' % ref)[
                     'network']['id']} for ref in parsed_args.network]
+        server.update(_guest_access(parsed_args))
         body = {'server': server}
         if parsed_args.reservation:
             body['os:scheduler_hints'] = {

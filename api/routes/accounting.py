@@ -8,14 +8,15 @@
     GET /v2.1/os-simple-tenant-usage/{project_id}?start=&end=
 
 Quota sets have Nova's ``instances``, ``cores`` and ``ram`` (MiB), Nova's
-other keys of the request's microversion (``metadata_items`` as ``[quota]
-metadata_items``, the others, which Tristate does not enforce, with Nova's
-defaults as the quota classes show them), and from Tristate's microversion
-(2.101) Tristate's ``disk`` (GiB) and the leases' ``lease_hosts`` (hosts a
-project's leases hold at once) and ``lease_hours`` (how long one lease may
-last); -1 means unlimited. Times are UTC, as Nova takes them
-(``2026-11-22T10:00:00``, optionally with microseconds); a missing one
-means now.
+other keys of the request's microversion (``metadata_items`` as
+``[quota]`` says, ``key_pairs`` as the ``default`` quota class, else
+``[quota]``, says; the others, which Tristate does not
+enforce, with Nova's defaults as the quota classes show them), and from
+Tristate's microversion (2.101) Tristate's ``disk`` (GiB) and the leases'
+``lease_hosts`` (hosts a project's leases hold at once) and
+``lease_hours`` (how long one lease may last); -1 means unlimited. Times
+are UTC, as Nova takes them (``2026-11-22T10:00:00``, optionally with
+microseconds); a missing one means now.
 """
 
 import datetime
@@ -28,6 +29,7 @@ from api import microversion
 from api import request
 from api import schemas
 from api import views
+from api.routes import keypairs
 from common import exception
 from common.db import quotas
 
@@ -53,9 +55,11 @@ TIME_FORMATS = ('%Y-%m-%dT%H:%M:%S', '%Y-%m-%dT%H:%M:%S.%f',
                 '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%d %H:%M:%S')
 
 
-def _metadata_items():
-    """The one Nova-only limit Tristate enforces (per server)."""
-    return request.services().conf.quota.metadata_items
+def _enforced():
+    """The Nova-only limits Tristate enforces: metadata items (per server)
+    and key pairs (per user)."""
+    return {'metadata_items': request.services().conf.quota.metadata_items,
+            'key_pairs': keypairs.key_pairs_limit()}
 
 
 # --- quota sets ------------------------------------------------------------------
@@ -71,7 +75,7 @@ def show(project_id):
     found = _quotas(project_id, 'show')
     return {'quota_set': views.quota_set(found['limits'], request.version(),
                                          project_id=project_id,
-                                         metadata_items=_metadata_items())}
+                                         **_enforced())}
 
 
 @bp.get('/os-quota-sets/<project_id>/detail')
@@ -79,7 +83,7 @@ def detail(project_id):
     found = _quotas(project_id, 'show')
     return {'quota_set': views.quota_set(
         found['limits'], request.version(), project_id=project_id,
-        in_use=found['usage'], metadata_items=_metadata_items())}
+        in_use=found['usage'], **_enforced())}
 
 
 @bp.get('/os-quota-sets/<project_id>/defaults')
@@ -87,7 +91,7 @@ def defaults(project_id):
     found = _quotas(project_id, 'defaults')
     return {'quota_set': views.quota_set(found['defaults'], request.version(),
                                          project_id=project_id,
-                                         metadata_items=_metadata_items())}
+                                         **_enforced())}
 
 
 @bp.put('/os-quota-sets/<project_id>')
@@ -99,7 +103,7 @@ def update(project_id):
     found = request.services().client.update_quotas(
         request.context(), project_id, values)
     return {'quota_set': views.quota_set(found['limits'], request.version(),
-                                         metadata_items=_metadata_items())}
+                                         **_enforced())}
 
 
 def _own_resources_need_own_version(body):

@@ -6,9 +6,10 @@ microversion.
     PUT /v2.1/os-quota-class-sets/{class}  (admin) {"quota_class_set": {...}}
 
 The absolute limits of instances, cores and RAM are the project's quota
-(os-quota-sets) and what it uses; Nova's other limits (key pairs, server
-groups, metadata items, ...) are those of the ``default`` quota class,
-which nothing enforces yet, with nothing used. Nova drops some keys at
+(os-quota-sets) and what it uses; Nova's other limits are those of the
+``default`` quota class: key pairs (per user, over ``[quota] key_pairs``)
+are enforced, the others (server groups, metadata items, ...) nothing
+enforces yet, with nothing used. Nova drops some keys at
 2.36 (network proxies), 2.39 (image metadata) and 2.57 (personality
 files); from 2.101 the disk quota is shown as ``tristate:maxTotalDisk``
 and ``tristate:totalDiskUsed`` (GiB).

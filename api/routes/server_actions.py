@@ -5,6 +5,7 @@ import flask
 
 from api import actions
 from api import microversion
+from api import guest
 from api import request
 from api import schemas
 from api import snapshotimage
@@ -21,6 +22,8 @@ TASK_ID_HEADER = request.TASK_ID_HEADER
 TABLE = table.TABLE
 LOCK_REASON = microversion.APIVersion(2, 73)
 DESCRIPTION = microversion.APIVersion(2, 19)
+KEY_NAME = microversion.APIVersion(2, 54)
+USER_DATA = microversion.APIVersion(2, 57)
 
 
 # --- actions ---------------------------------------------------------------------
@@ -56,6 +59,7 @@ def action(server_id):
     table.refuse_if_locked(inst, ctx, name)
     if name == 'rebuild':
         changes = _rebuild_changes(body)
+        params = dict(params, **_rebuild_guest(body))
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
@@ -131,6 +135,27 @@ def _rebuild_changes(body):
             % (len(user), limit, limit))
     return {k: body[k] for k in ('name', 'description', 'metadata')
             if k in body}
+
+
+def _rebuild_guest(body):
+    """A rebuild's new key pair (2.54) and user data (2.57), each null to
+    remove it, as run_action parameters; checked before the claim."""
+    found = {}
+    for field, since in (('key_name', KEY_NAME), ('user_data', USER_DATA)):
+        if field in body and request.version() < since:
+            raise exception.Invalid(
+                "Invalid input for field/attribute rebuild.%s. Additional "
+                "properties are not allowed ('%s' was unexpected: it needs "
+                "microversion %s or later)" % (field, field, since))
+    if 'key_name' in body:
+        found = ({'key_name': None, 'key_data': None}
+                 if body['key_name'] is None
+                 else guest.key_pair(body['key_name'], where='rebuild'))
+    if 'user_data' in body:
+        found['user_data'] = (None if body['user_data'] is None else
+                              guest.user_data(body['user_data'],
+                                              where='rebuild'))
+    return found
 
 
 def _rebuild_attributes(inst, changes, after):

@@ -10,6 +10,7 @@ from oslo_utils import strutils
 from oslo_utils import timeutils
 
 from api import actions
+from api import guest
 from api import microversion
 from api import multicreate
 from api.routes import networks as networks_api
@@ -131,7 +132,7 @@ def _changes(query):
 _EXACT = {'host': 'host', 'node': 'host', 'flavor': 'flavor_name',
           'image': 'image_ref', 'image_ref': 'image_ref',
           'project_id': 'project_id', 'tenant_id': 'project_id',
-          'user_id': 'user_id', 'uuid': 'uuid'}
+          'user_id': 'user_id', 'uuid': 'uuid', 'key_name': 'key_name'}
 _HONOURED = frozenset(_EXACT) | {
     'status', 'name', 'vm_state', 'deleted', 'changes-since',
     'changes-before', 'all_tenants', 'limit', 'marker', 'sort_key',
@@ -345,20 +346,16 @@ def _check_root_disk(body, image_ref):
 
 
 # Nova's create fields that nothing here acts on yet, with the issue that
-# builds each: refused, never accepted and ignored. (A false
-# ``config_drive`` and a MANUAL ``OS-DCF:diskConfig`` are what Tristate
-# does; ``networks`` and ``security_groups`` are checked by
-# api/routes/networks.py.)
+# builds each: refused, never accepted and ignored. (A MANUAL
+# ``OS-DCF:diskConfig`` is what Tristate does; ``networks`` and
+# ``security_groups`` are checked by api/routes/networks.py, ``key_name``,
+# ``user_data`` and ``config_drive`` by api/guest.py.)
 _UNBUILT = {'accessIPv4': 'guest networking (issue 23)',
             'accessIPv6': 'guest networking (issue 23)',
-            'key_name': 'guest access (issue 24)',
-            'user_data': 'guest access (issue 24)',
-            'config_drive': 'guest access (issue 24)',
             'adminPass': 'guest access (issue 24)',
             'hostname': 'guest access (issue 24)',
             'OS-DCF:diskConfig': 'an AUTO disk config'}
-_BUILT_VALUES = {'config_drive': (False, '', 'false', 'False', 'FALSE', '0'),
-                 'OS-DCF:diskConfig': ('MANUAL',)}
+_BUILT_VALUES = {'OS-DCF:diskConfig': ('MANUAL',)}
 
 
 def refuse_unbuilt(body, fields=_UNBUILT, where='server'):
@@ -415,7 +412,7 @@ def create():
         body.get('availability_zone'))
     networks = networks_api.requested(body, high)
     request.boot_image(image_ref, flavor)
-    attributes = dict(_attributes(body),
+    attributes = dict(_attributes(body), **guest.attributes(body),
                       boot_reservation_id=multicreate.reservation_id())
     if zone is not None:
         attributes['availability_zone'] = zone

@@ -24,6 +24,13 @@ opts = [
                       'The report travels in a heartbeat, sent early when '
                       'it is due (conductor RPC 1.4). '
                       'Range >= 0.1; default 60.'),
+    cfg.BoolOpt('force_config_drive', default=False,
+                help='Give every new server a config drive (ConfigDrive-2 '
+                     'ISO with its key, user data and metadata), as if it '
+                     'asked for one. Read by the conductors when a server '
+                     'is created (the server then shows config_drive '
+                     '"True"). Default: false (a drive only when the '
+                     'create asks for one).'),
     cfg.IntOpt('shutdown_timeout', default=60, min=0,
                help='Seconds a clean (ACPI) shutdown may take before the '
                     'domain is destroyed. Range >= 0; default 60; 0 destroys '

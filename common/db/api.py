@@ -39,6 +39,7 @@ from common.db import attributes
 from common.db import domains
 from common.db import flavors as flavors_db
 from common.db import hosts as hosts_db
+from common.db import keypairs as keypairs_db
 from common.db import models
 from common.db import moves
 from common.db import networks as networks_db
@@ -62,7 +63,8 @@ CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'user_shutdown_policy', 'crash_policy',
                             'description', 'metadata', 'tags',
                             'boot_reservation_id', 'launch_index',
-                            'availability_zone'})
+                            'availability_zone', 'key_name', 'key_data',
+                            'user_data', 'config_drive'})
 # Claims checked against the project's quota (the others hold what they held).
 QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,
@@ -227,7 +229,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               hosts_db.HostsMixin, domains.DomainsMixin,
               attributes.AttributesMixin, flavors_db.FlavorsMixin,
               aggregates.AggregatesMixin, moves.MovesMixin,
-              networks_db.NetworksMixin):
+              networks_db.NetworksMixin, keypairs_db.KeyPairsMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -338,7 +340,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         record.setdefault('user_shutdown_policy', 'stop')
         record.setdefault('crash_policy', 'restart')
         for key, empty in (('metadata', {}), ('tags', []), ('locked', False),
-                           ('launch_index', 0)):
+                           ('launch_index', 0), ('config_drive', False)):
             record.setdefault(key, empty)
 
         def txn(conn):

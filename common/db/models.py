@@ -113,6 +113,14 @@ class Instance(Base):
     # ..., "fixed_ip": ... or null}], so that a buried build rebuilt
     # allocates the same ports again (common/db/networks.py).
     requested_networks: Mapped[list | None] = mapped_column(JSON)
+    # Guest access (issue 24): the key pair named at create and its public
+    # key as it was then (a key pair deleted later changes no server), the
+    # user data (base64, as sent) and whether it gets a config drive.
+    key_name: Mapped[str | None] = mapped_column(_name)
+    key_data: Mapped[str | None] = mapped_column(Text)
+    user_data: Mapped[str | None] = mapped_column(Text)
+    config_drive: Mapped[bool] = mapped_column(Boolean, default=False,
+                                               server_default=sa.false())
 
 
 class Host(Base):
@@ -642,3 +650,20 @@ class FixedIP(Base):
     port_id: Mapped[str] = mapped_column(_uuid, ForeignKey('ports.id'),
                                          index=True)
     version: Mapped[int] = mapped_column(Integer)
+# --- key pairs (issue 24) ---------------------------------------------------------
+# Written only by common/db/keypairs.py.
+
+class KeyPair(Base):
+    """A user's public key (Nova's ``os-keypairs``), unique by name per
+    user. The private key of a generated pair is never stored."""
+    __tablename__ = 'key_pairs'
+    __table_args__ = (UniqueConstraint('user_id', 'name'),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    name: Mapped[str] = mapped_column(_name)
+    user_id: Mapped[str] = mapped_column(_name)
+    fingerprint: Mapped[str] = mapped_column(_name)
+    public_key: Mapped[str] = mapped_column(Text)
+    type: Mapped[str] = mapped_column(String(4))
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)

@@ -5,9 +5,10 @@ defaults for every project without an override of its own
 Nova does, and apply to nobody.
 
 Besides the limits Tristate enforces (:data:`common.db.quotas.LIMITS`), a
-class holds Nova's limits of features Tristate has not built (key pairs,
-server groups, metadata items, ...): stored and shown with Nova's default
-values, enforced by nothing yet.
+class holds Nova's limits of features Tristate has not built (server
+groups, metadata items, ...): stored and shown with Nova's default values,
+enforced by nothing yet. ``key_pairs`` is enforced per user (os-keypairs):
+the ``default`` class's value, else ``[quota] key_pairs``.
 """
 
 import sqlalchemy as sa
@@ -38,6 +39,7 @@ def stored(conn, class_name):
 def values(conn, class_name, settings):
     """Every resource's limit in the class: stored, else the default."""
     found = dict(settings.defaults, **NOVA_ONLY)
+    found['key_pairs'] = getattr(settings, 'key_pairs', found['key_pairs'])
     found.update(stored(conn, class_name))
     return found
 

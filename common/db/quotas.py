@@ -89,12 +89,15 @@ class Settings:
     defaults: dict = dataclasses.field(
         default_factory=lambda: dict.fromkeys(LIMITS, UNLIMITED))
     count_pending: bool = True
+    # Nova's per-user key pair limit ([quota] key_pairs), under the
+    # ``default`` quota class's (common/db/quota_classes.py).
+    key_pairs: int = 100
 
     @classmethod
     def from_conf(cls, conf):
         group = conf.quota
         return cls({r: getattr(group, r) for r in LIMITS},
-                   group.count_pending)
+                   group.count_pending, group.key_pairs)
 
 
 # --- what an instance holds ---------------------------------------------------

@@ -117,8 +117,10 @@ class ComputeDriver(abc.ABC):
     needs_image_files = False
 
     @abc.abstractmethod
-    def spawn(self, uuid, *, name, flavor, image_ref):
-        """Define and start a domain from ``image_ref`` with ``flavor``."""
+    def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None):
+        """Define and start a domain from ``image_ref`` with ``flavor``;
+        ``config_drive``: the path of an ISO to attach read-only as a
+        CD-ROM (the agent's, compute_agent/configdrive.py), or None."""
 
     @abc.abstractmethod
     def destroy(self, uuid):
@@ -156,7 +158,9 @@ class ComputeDriver(abc.ABC):
     def unrescue(self, uuid):
         self._unsupported('unrescue')
 
-    def rebuild(self, uuid, *, image_ref):
+    def rebuild(self, uuid, *, image_ref, config_drive=None):
+        """A new root disk from ``image_ref``; ``config_drive`` as in
+        :meth:`spawn` (the rebuilt one)."""
         self._unsupported('rebuild')
 
     def resize(self, uuid, *, flavor):

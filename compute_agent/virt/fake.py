@@ -318,8 +318,11 @@ class FakeDriver(driver.ComputeDriver):
 
     # --- lifecycle --------------------------------------------------------------
 
-    def spawn(self, uuid, *, name, flavor, image_ref):
-        self._run('spawn', uuid, new=_new_record(uuid, name, flavor, image_ref))
+    def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None):
+        # the config drive's path, as a libvirt domain's CD-ROM would hold it
+        self._run('spawn', uuid, new=dict(
+            _new_record(uuid, name, flavor, image_ref),
+            config_drive=config_drive))
 
     def destroy(self, uuid):
         self._prelude('destroy', uuid)
@@ -361,8 +364,9 @@ class FakeDriver(driver.ComputeDriver):
             rescued=False, rescue_image_ref=None,
             rescue_password_sha256=None))
 
-    def rebuild(self, uuid, *, image_ref):
-        self._run('rebuild', uuid, lambda rec: rec.update(image_ref=image_ref))
+    def rebuild(self, uuid, *, image_ref, config_drive=None):
+        self._run('rebuild', uuid, lambda rec: rec.update(
+            image_ref=image_ref, config_drive=config_drive))
 
     def resize(self, uuid, *, flavor):
         self._run('resize', uuid, lambda rec: rec.update(

@@ -113,7 +113,7 @@ def test_deleted_servers_are_listed_for_admins_as_in_nova(app):
 
 
 @pytest.mark.parametrize('name,value', [
-    ('key_name', 'k'),
+    ('config_drive', 'True'),
     ('power_state', '1'), ('availability_zone', 'nova')])
 def test_a_filter_tristate_cannot_honour_is_400(app, two, name, value):
     for api in (two[0].as_(two[0].token, '2.90'),

@@ -9,6 +9,7 @@ import pytest
 
 from tests.functional.test_cli import AllInOne
 from tests.functional.test_cli import _disk
+from tests.unit.compute_agent.test_configdrive import read
 
 ALICE = ('--os-token', 'alice:proj-a')
 BOB = ('--os-token', 'bob:proj-b')
@@ -198,3 +199,28 @@ def test_aggregate_and_availability_zone_commands(tristate, servers):
     for name in ('ssds', 'rack-1'):
         tristate.run(*ADMIN, 'aggregate', 'delete', name)
     assert tristate.json(*ADMIN, 'aggregate', 'list') == []
+def test_keypair_commands_and_a_server_with_a_config_drive(tristate):
+    key = tristate.state_dir / 'alice.pem'
+    made = tristate.json(*ALICE, 'keypair', 'create', '--private-key',
+                         str(key), 'alice-key')
+    assert key.read_text().startswith('-----BEGIN RSA PRIVATE KEY')
+    assert oct(key.stat().st_mode & 0o777) == '0o600'
+    assert [k['Name'] for k in tristate.json(*ALICE, 'keypair', 'list')] == [
+        'alice-key']
+    assert tristate.json(*BOB, 'keypair', 'list') == []
+    shown = tristate.json(*ALICE, 'keypair', 'show', 'alice-key')
+    assert shown['fingerprint'] == made['fingerprint']
+    script = tristate.state_dir / 'boot.sh'
+    script.write_bytes(b'#!/bin/sh\necho booted\n')
+    server = tristate.json(*ALICE, 'server', 'create', 'keyed', '--flavor',
+                           'tiny', '--image', 'base', '--key-name',
+                           'alice-key', '--user-data', str(script),
+                           '--config-drive', '--wait')
+    assert (server['key_name'], server['config_drive']) == ('alice-key',
+                                                            'True')
+    (drive,) = (tristate.state_dir / 'agent' / 'config-drives').glob(
+        '*/%s.iso' % server['id'])
+    files, _ = read(str(drive))
+    assert files['openstack/latest/user_data'] == b'#!/bin/sh\necho booted\n'
+    tristate.run(*ALICE, 'keypair', 'delete', 'alice-key')
+    assert tristate.json(*ALICE, 'keypair', 'list') == []

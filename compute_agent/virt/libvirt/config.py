@@ -95,6 +95,19 @@ _DISK = string.Template("""\
       <target dev='$dev' bus='$bus'/>
     </disk>""")
 
+# The config drive (issue 24): read-only, on the bus the guest's firmware
+# and kernel read without drivers (IDE for KVM/QEMU, Xen HVM's emulated
+# IDE too), after the disks.
+_CDROM = string.Template("""\
+    <disk type='file' device='cdrom'>
+      <driver name='qemu' type='raw'/>
+      <source file=$path/>
+      <target dev='$dev' bus='$bus'/>
+      <readonly/>
+    </disk>""")
+_CDROM_TARGETS = {'kvm': ('hdd', 'ide'), 'qemu': ('hdd', 'ide'),
+                  'xen': ('hdd', 'ide')}
+
 _METADATA = string.Template("""\
     <tristate:instance xmlns:tristate='%s'>
       <tristate:name>$name</tristate:name>
@@ -116,9 +129,15 @@ def domain_name(uuid):
 
 
 def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
-               arch='x86_64', cpu_mode='host-model'):
-    """The domain XML. ``disks``: [(path, format)], the boot disk first."""
+               arch='x86_64', cpu_mode='host-model', config_drive=None):
+    """The domain XML. ``disks``: [(path, format)], the boot disk first;
+    ``config_drive``: an ISO's path, attached read-only as a CD-ROM."""
     template, prefix, bus = _FLAVOURS[virt_type]
+    cdrom = ''
+    if config_drive:
+        dev, cd_bus = _CDROM_TARGETS[virt_type]
+        cdrom = '\n' + _CDROM.substitute(path=quoteattr(config_drive),
+                                         dev=dev, bus=cd_bus)
     return template.substitute(
         virt_type=virt_type, domain_name=domain_name(uuid), uuid=uuid,
         title=escape(name), arch=escape(arch),
@@ -129,7 +148,7 @@ def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
         disks='\n'.join(_DISK.substitute(fmt=fmt, path=quoteattr(path),
                                          dev=prefix + chr(ord('a') + i),
                                          bus=bus)
-                        for i, (path, fmt) in enumerate(disks)))
+                        for i, (path, fmt) in enumerate(disks)) + cdrom)
 
 
 def _metadata(name, flavor, image_ref):
@@ -167,11 +186,22 @@ def preserves(xml):
     return PRESERVE in (actions['on_poweroff'], actions['on_crash'])
 
 
+def config_drive_of(xml):
+    """The path of the definition's config drive (its CD-ROM), or None."""
+    root = ElementTree.fromstring(xml)
+    for disk in root.findall("devices/disk[@device='cdrom']"):
+        source = disk.find('source')
+        if source is not None and source.get('file'):
+            return source.get('file')
+    return None
+
+
 def disks_of(xml):
-    """[(path, format)] of the definition's file disks, in order."""
+    """[(path, format)] of the definition's file disks (not its CD-ROM),
+    in order."""
     root = ElementTree.fromstring(xml)
     disks = []
-    for disk in root.findall('devices/disk'):
+    for disk in root.findall("devices/disk[@device='disk']"):
         source, driver = disk.find('source'), disk.find('driver')
         if source is not None and source.get('file'):
             fmt = driver.get('type', 'raw') if driver is not None else 'raw'

@@ -43,6 +43,9 @@ _NO_AGENT = frozenset({libvirt.VIR_ERR_AGENT_UNRESPONSIVE,
                        libvirt.VIR_ERR_ARGUMENT_UNSUPPORTED})
 
 
+_KEEP = object()      # _definition: the config drive the definition has
+
+
 def _inactive_xml(dom):
     return dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
 
@@ -58,14 +61,18 @@ class DetourOps:
         return inst
 
     def _definition(self, dom, xml, *, flavor=None, image_ref=None,
-                    disks=None):
-        """``dom``'s definition regenerated from ``xml``, with changes."""
+                    disks=None, config_drive=_KEEP):
+        """``dom``'s definition regenerated from ``xml``, with changes (its
+        config drive kept unless ``config_drive`` says another, or None)."""
         name, old_flavor, old_image = self._instance(dom, xml)
+        if config_drive is _KEEP:
+            config_drive = config.config_drive_of(xml)
         return config.domain_xml(
             virt_type=self.virt_type, uuid=dom.UUIDString(), name=name,
             flavor=flavor or old_flavor, image_ref=image_ref or old_image,
             disks=disks if disks is not None else config.disks_of(xml),
-            arch=self.arch, cpu_mode=self.cpu_mode)
+            arch=self.arch, cpu_mode=self.cpu_mode,
+            config_drive=config_drive)
 
     def _roll_back(self, dom, xml, was_running, what, err):
         """Put definition ``xml`` back, running as before; always raises."""
@@ -136,13 +143,13 @@ class DetourOps:
 
     # --- rebuild ----------------------------------------------------------------
 
-    def rebuild(self, uuid, *, image_ref, image=None):
+    def rebuild(self, uuid, *, image_ref, image=None, config_drive=None):
         self._cleanup_before_allocation()
         with self._image(image_ref, image) as base:
-            self._op('rebuild', uuid,
-                     lambda dom: self._rebuild(dom, image_ref, base))
+            self._op('rebuild', uuid, lambda dom: self._rebuild(
+                dom, image_ref, base, config_drive))
 
-    def _rebuild(self, dom, image_ref, image):
+    def _rebuild(self, dom, image_ref, image, config_drive=None):
         files = self._files(dom.UUIDString())
         xml = _inactive_xml(dom)
         _name, flavor, _image = self._instance(dom, xml)
@@ -156,7 +163,8 @@ class DetourOps:
                 dom.managedSaveRemove(0)
             os.replace(files.disk + '.new', files.disk)
             dom = dom.connect().defineXML(self._definition(
-                dom, xml, image_ref=image_ref, disks=[(files.disk, fmt)]))
+                dom, xml, image_ref=image_ref, disks=[(files.disk, fmt)],
+                config_drive=config_drive))
             if was_running:
                 self._start(dom)
         except (libvirt.libvirtError, OSError) as err:

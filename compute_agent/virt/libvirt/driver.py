@@ -389,7 +389,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
 
     # --- lifecycle --------------------------------------------------------------
 
-    def spawn(self, uuid, *, name, flavor, image_ref, image=None):
+    def spawn(self, uuid, *, name, flavor, image_ref, image=None,
+              config_drive=None):
         """``image``: the cached image (:class:`~compute_agent.imagecache.
         CachedImage`) the agent fetched for ``image_ref``; without it, the
         driver's own ``images`` source is asked (tests)."""
@@ -398,12 +399,14 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
             with self._image(image_ref, image) as base, \
                     self._book.busy(uuid):
                 self.connection.run(lambda conn: self._spawn(
-                    conn, uuid, name, flavor, image_ref, base), retry=False)
+                    conn, uuid, name, flavor, image_ref, base, config_drive),
+                    retry=False)
         except libvirt.libvirtError as err:
             raise VirtError('spawn of domain %s on host %s failed: %s'
                             % (uuid, self.host, err)) from None
 
-    def _spawn(self, conn, uuid, name, flavor, image_ref, image):
+    def _spawn(self, conn, uuid, name, flavor, image_ref, image,
+               config_drive=None):
         if self._lookup(conn, uuid) is not None:
             raise VirtError('domain %s already exists on host %s'
                             % (uuid, self.host))
@@ -415,7 +418,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
             dom = conn.defineXML(config.domain_xml(
                 virt_type=self.virt_type, uuid=uuid, name=name,
                 flavor=flavor, image_ref=image_ref, arch=self.arch,
-                cpu_mode=self.cpu_mode, disks=[(files.disk, fmt)]))
+                cpu_mode=self.cpu_mode, disks=[(files.disk, fmt)],
+                config_drive=config_drive))
             self._start(dom)
         except BaseException:
             self._forget_domain(dom)

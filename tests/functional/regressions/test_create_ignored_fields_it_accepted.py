@@ -11,9 +11,11 @@ Fixed: the route refuses each such field with a 400 naming it and the
 issue that builds it, and creates nothing; the values Tristate does honour
 pass (``networks`` "auto"/"none", which openstackclient sends by default
 from 2.37; a false ``config_drive``; MANUAL disk config). Networks were
-built later (issue 23: tests/functional/test_networks.py), and zones
-(issue 25: tests/functional/test_api_aggregates_zones.py); security groups
-other than ``default`` are still refused.
+built later (issue 23: tests/functional/test_networks.py), zones (issue 25:
+tests/functional/test_api_aggregates_zones.py), and the key pair, the user
+data and the config drive (issue 24: tests/functional/
+test_api_guest_access.py); security groups other than ``default`` are
+still refused.
 """
 
 import pytest
@@ -38,8 +40,7 @@ def _count(api):
 
 
 @pytest.mark.parametrize('field, value', [
-    ('key_name', 'mykey'), ('user_data', 'IyEvYmluL3NoCg=='),
-    ('config_drive', True), ('adminPass', 'secret'),
+    ('adminPass', 'secret'),
     ('security_groups', [{'name': 'web'}]),
     ('accessIPv4', '10.0.0.1'),
     ('accessIPv6', '::1'), ('hostname', 'guest'),

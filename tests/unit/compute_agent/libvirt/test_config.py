@@ -1,6 +1,7 @@
 """Domain XML per hypervisor type, the [libvirt] options, and the disks."""
 
 import os
+from xml.etree import ElementTree
 
 import pytest
 from oslo_config import cfg
@@ -73,3 +74,16 @@ def test_the_event_debounce_defaults_by_hypervisor(tmp_path, virt_type,
     conf.set_override('state_dir', str(tmp_path))
     conf.set_override('virt_type', virt_type, group='libvirt')
     assert LibvirtDriver.from_conf(conf).event_debounce == debounce
+
+
+@pytest.mark.parametrize('virt_type', config.VIRT_TYPES)
+def test_a_config_drive_is_a_read_only_cdrom_after_the_disks(virt_type):
+    text = xml(virt_type, config_drive='/s/drive.iso')
+    assert config.config_drive_of(text) == '/s/drive.iso'
+    # not one of the disks resize, rescue and snapshot work on
+    assert config.disks_of(text) == [('/i/disk', 'qcow2'), ('/i/two', 'raw')]
+    root = ElementTree.fromstring(text)
+    (cdrom,) = root.findall("devices/disk[@device='cdrom']")
+    assert cdrom.find('readonly') is not None
+    assert cdrom.find('target').attrib == {'dev': 'hdd', 'bus': 'ide'}
+    assert config.config_drive_of(xml(virt_type)) is None

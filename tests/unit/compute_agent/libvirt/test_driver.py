@@ -265,6 +265,24 @@ def test_rebuild_replaces_the_disk_and_keeps_power(drv, uuid, images,
     assert state(drv, uuid)[0] == power.SHUTDOWN
 
 
+def test_the_config_drive_is_attached_kept_and_replaced(drv, images,
+                                                        tmp_path):
+    uuid = new_uuid()
+    first, second = tmp_path / 'first.iso', tmp_path / 'second.iso'
+    for path in (first, second):
+        path.write_bytes(b'iso')
+    drv.spawn(uuid, name='vm', flavor=TINY, image_ref='cirros',
+              config_drive=str(first))
+    assert config.config_drive_of(xml_of(drv, uuid)) == str(first)
+    drv.resize(uuid, flavor=SMALL)      # a regenerated definition keeps it
+    assert config.config_drive_of(xml_of(drv, uuid)) == str(first)
+    drv.confirm_resize(uuid)
+    drv.rebuild(uuid, image_ref='cirros', config_drive=str(second))
+    assert config.config_drive_of(xml_of(drv, uuid)) == str(second)
+    drv.rebuild(uuid, image_ref='cirros')
+    assert config.config_drive_of(xml_of(drv, uuid)) is None
+
+
 def test_resize_then_revert_restores_the_old_definition(drv, uuid):
     before = xml_of(drv, uuid)
     drv.resize(uuid, flavor=SMALL)

@@ -1,0 +1,95 @@
+"""What ``POST /servers`` says of access to the guest (issue 24):
+``key_name``, ``user_data`` and ``config_drive``, checked here and turned
+into the new instance's attributes (stored on its row, sent to its agent
+in the build task, written into its config drive).
+
+* ``key_name``: one of the caller's key pairs (Nova looks it up for the
+  requesting user); the instance keeps its name and its public key as they
+  are now (``key_data``), so deleting the key pair later changes no server.
+* ``user_data``: base64 text, at most :data:`MAX_USER_DATA` bytes once
+  decoded; kept as sent.
+* ``config_drive``: Nova's boolean; the conductor adds ``[compute]
+  force_config_drive``.
+
+A rebuild takes a new ``key_name`` (2.54) and ``user_data`` (2.57), each
+null to remove it (api/routes/server_actions.py), checked the same way.
+"""
+
+import base64
+import binascii
+import json
+
+from oslo_utils import strutils
+
+from api import request
+from common import exception
+
+# Nova's limit on user data, decoded: 64 KiB.
+MAX_USER_DATA = 65536
+
+
+def _invalid(field, value, why, where='server'):
+    return exception.Invalid(
+        'Invalid input for field/attribute %s.%s. Value: %s. %s'
+        % (where, field, json.dumps(value)[:100], why))
+
+
+def user_data(value, where='server'):
+    """``value`` if it is base64 of at most :data:`MAX_USER_DATA` bytes;
+    a 400 naming ``user_data`` otherwise."""
+    if not isinstance(value, str):
+        raise _invalid('user_data', value, 'user_data must be a string of '
+                       'base64 text', where)
+    text = ''.join(value.split())
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise _invalid('user_data', value, 'user_data is not valid base64 '
+                       '(RFC 4648, "+/" alphabet, "=" padding)',
+                       where) from None
+    if len(data) > MAX_USER_DATA:
+        raise _invalid('user_data', '%d bytes' % len(data),
+                       'user_data is %d bytes once decoded; the limit is '
+                       '%d bytes (64 KiB)' % (len(data), MAX_USER_DATA),
+                       where)
+    return text
+
+
+def config_drive(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return strutils.bool_from_string(value, strict=True)
+        except ValueError:
+            pass
+    raise _invalid('config_drive', value, 'config_drive must be a boolean '
+                   '(true, false, or a string of one)')
+
+
+def key_pair(name, where='server'):
+    """``{'key_name', 'key_data'}`` of the caller's key pair ``name``."""
+    if not isinstance(name, str) or not name:
+        raise _invalid('key_name', name, 'key_name must be the name of one '
+                       'of your key pairs', where)
+    ctx = request.context()
+    try:
+        found = request.services().client.statedb.get_keypair(
+            ctx.user_id or '', name)
+    except exception.NotFound:
+        raise _invalid('key_name', name, 'Invalid key_name provided: you '
+                       'have no key pair of that name (os-keypairs)',
+                       where) from None
+    return {'key_name': found['name'], 'key_data': found['public_key']}
+
+
+def attributes(body):
+    """The new instance's attributes from a validated create ``body``."""
+    found = {}
+    if body.get('key_name') is not None:
+        found.update(key_pair(body['key_name']))
+    if body.get('user_data') is not None:
+        found['user_data'] = user_data(body['user_data'])
+    if body.get('config_drive') not in (None, ''):
+        found['config_drive'] = config_drive(body['config_drive'])
+    return found
