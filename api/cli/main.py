@@ -35,12 +35,14 @@ from api.cli import accounting
 from api.cli import auth
 from api.cli import catalog
 from api.cli import client as client_mod
+from api.cli import consoles
 from api.cli import events
 from api.cli import images
 from api.cli import leases
 from api.cli import servers
 
-COMMAND_MODULES = (servers, events, catalog, accounting, images, leases)
+COMMAND_MODULES = (servers, events, catalog, accounting, images, leases,
+                   consoles)
 
 
 class TristateApp(app.App):

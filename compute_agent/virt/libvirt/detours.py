@@ -65,7 +65,9 @@ class DetourOps:
             virt_type=self.virt_type, uuid=dom.UUIDString(), name=name,
             flavor=flavor or old_flavor, image_ref=image_ref or old_image,
             disks=disks if disks is not None else config.disks_of(xml),
-            arch=self.arch, cpu_mode=self.cpu_mode)
+            arch=self.arch, cpu_mode=self.cpu_mode,
+            console_log=self._console_log(dom.UUIDString()),
+            serial_tcp=config.serial_tcp_of(xml))
 
     def _roll_back(self, dom, xml, was_running, what, err):
         """Put definition ``xml`` back, running as before; always raises."""
