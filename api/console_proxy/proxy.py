@@ -5,7 +5,8 @@ A client connects to ``[serial_console] base_url`` with ``?token=...``
 (the URL ``remote-consoles`` answered with). Before the WebSocket
 handshake the proxy consumes the token with a conductor (RPC 1.11,
 :mod:`conductor.consoles`): unknown, used, expired, or its instance
-deleted → HTTP 403 and nothing is opened. Accepted → the proxy connects
+deleted → HTTP 403 and nothing is opened (no conductor answering within
+``[api] rpc_timeout``: 503). Accepted → the proxy connects
 to the address and port the token names (the raw TCP listener of the
 guest's serial port on its host, ``[serial_console] listen_address``)
 and websockify copies bytes both ways.
@@ -29,6 +30,7 @@ import urllib.parse
 from websockify import websocketproxy
 
 from common import context
+from common import exception
 
 LOG = logging.getLogger(__name__)
 DELETED_REASON = 'the server was deleted'
@@ -121,9 +123,13 @@ class ConsoleHandler(websocketproxy.ProxyRequestHandler):
         try:
             self.target = self.server.conductor.consume_console_token(
                 context.get_admin_context(), token)
-        except Exception as err:
+        except exception.TristateError as err:
             LOG.info('Console token refused: %s', err)
             self.send_error(403, 'Console token refused')
+            return
+        except Exception as err:    # no conductor answered: try again later
+            LOG.warning('Console token not checked: %s', err)
+            self.send_error(503, 'No conductor answered; try again')
             return
         super().handle_upgrade()
 

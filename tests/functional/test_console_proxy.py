@@ -182,3 +182,26 @@ def test_the_url_is_the_configured_base_with_the_token(api, proxy):
     url = urllib.parse.urlsplit(console_url(api, server['id']))
     assert url.netloc == urllib.parse.urlsplit(proxy.url).netloc
     assert list(urllib.parse.parse_qs(url.query)) == ['token']
+
+
+class _SilentConductor:
+    """A conductor client whose calls time out (no conductor answers)."""
+
+    def consume_console_token(self, ctx, token):
+        from common import rpc
+        raise rpc.MessagingTimeout('no reply')
+
+    def consoles_alive(self, ctx, uuids):
+        return list(uuids)
+
+
+def test_no_conductor_is_a_503_not_a_refusal():
+    server = proxy_mod.ConsoleProxy(host='127.0.0.1', port=0,
+                                    conductor=_SilentConductor(),
+                                    check_interval=1).start()
+    try:
+        with pytest.raises(websocket.WebSocketBadStatusException) as err:
+            connect(server.url + '?token=whatever')
+        assert err.value.status_code == 503
+    finally:
+        server.stop()

@@ -277,3 +277,22 @@ def test_change_password_without_a_guest_agent_is_nova_409(api, plane):
     assert message.startswith('Failed to set admin password on %s because '
                               % server['id'])
     assert api.server(server['id'])['status'] == 'ACTIVE'
+
+
+# --- Tempest's response schemas as the oracle -----------------------------------------
+
+def test_bodies_pass_tempests_schemas(api):
+    from tempest.lib.services.compute import servers_client
+
+    from tests.functional.test_api_response_schemas import check
+    from tests.functional.test_api_response_schemas import schema_of
+    server = api.active()
+    resp = api.post('/servers/%s/action' % server['id'],
+                    {'os-getConsoleOutput': {'length': 3}}, version='2.1')
+    check(schema_of(servers_client.ServersClient, 'get_console_output',
+                    '2.1'), resp)
+    resp = api.post('/servers/%s/remote-consoles' % server['id'],
+                    {'remote_console': {'protocol': 'serial',
+                                        'type': 'serial'}}, version='2.6')
+    check(schema_of(servers_client.ServersClient, 'get_remote_consoles',
+                    '2.6'), resp)
