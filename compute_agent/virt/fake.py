@@ -103,10 +103,17 @@ GUARDS = {
 
 
 store_dir = fake_store.store_dir
-CONSOLE_SUBDIR = 'consoles'
+# Beside the hosts' stores, not in one (a migrated guest keeps its log;
+# every directory of fakevirt/ is a host).
+CONSOLE_SUBDIR = 'fakevirt-consoles'
 # Operations after which a running guest has (re)booted.
 BOOTS = frozenset({'spawn', 'power_on', 'reboot', 'rescue', 'unrescue',
                    'rebuild'})
+
+
+def console_log(state_dir, uuid):
+    """The fake guest's console log file."""
+    return os.path.join(state_dir, CONSOLE_SUBDIR, '%s.log' % _checked(uuid))
 
 
 def _checked(uuid):
@@ -437,9 +444,7 @@ class FakeDriver(driver.ComputeDriver):
     # --- consoles -----------------------------------------------------------------
 
     def _console_log(self, uuid):
-        # Beside the hosts' stores, not in one: a migrated guest keeps it.
-        return os.path.join(store_dir(self.state_dir), CONSOLE_SUBDIR,
-                            '%s.log' % _checked(uuid))
+        return console_log(self.state_dir, uuid)
 
     def _log_console(self, uuid, operation, rec):
         """What a guest would print on its serial line: a line per

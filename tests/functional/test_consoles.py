@@ -6,7 +6,7 @@ test_console_proxy.py).
 
 The fake driver writes a line per operation on the guest's console log
 (and ``BOOT-OK <uuid>`` when it boots, as the test image does on its
-serial line), under ``<state_dir>/fakevirt/consoles/``.
+serial line), under ``<state_dir>/fakevirt-consoles/``.
 """
 
 import datetime
@@ -69,8 +69,7 @@ def output(api, server_id, body=None, expect=200):
 
 
 def log_path(plane, server_id):
-    return os.path.join(fake.store_dir(plane.conf.state_dir),
-                        fake.CONSOLE_SUBDIR, '%s.log' % server_id)
+    return fake.console_log(plane.conf.state_dir, server_id)
 
 
 # --- the console log ---------------------------------------------------------------
