@@ -116,6 +116,8 @@ TARGETS = [
      {'quota_class_set': {'instances': 1}}, [], []),
     ('PUT', '/os-services/<service_id>',
      {'host': 'h', 'binary': 'nova-compute'}, [], []),
+    ('POST', '/servers/{id}/remote-consoles',
+     {'remote_console': {'protocol': 'serial', 'type': 'serial'}}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),
@@ -140,6 +142,8 @@ TARGETS = [
          ('lock', {'locked_reason': 'r'}, ['lock.locked_reason'], []),
          ('unlock', None, [], []),
          ('os-getConsoleOutput', {'length': 5}, [], []),
+         ('os-getSerialConsole', {'type': 'serial'}, [], []),
+         ('os-getVNCConsole', {'type': 'novnc'}, [], []),
          # Only ever sent refused here: it would delete the target.
          ('forceDelete', None, [], []),
      ]]
@@ -237,7 +241,8 @@ def _seen(attacker, aims):
 
 
 # Routes that exist only from a microversion on (below it: 404 unread).
-SINCE = {('PUT', '/flavors/<flavor_id>'): '2.55'}
+SINCE = {('PUT', '/flavors/<flavor_id>'): '2.55',
+         ('POST', '/servers/{id}/remote-consoles'): '2.6'}
 
 
 def _send(attacker, aims, method, path, text, headers=None):
