@@ -161,3 +161,22 @@ def test_server_event_list_and_show(tristate, servers):
     missing = tristate.run(*ALICE, 'server', 'event', 'show', 'db-1',
                            'no-such-request', ok=False)
     assert missing.returncode == 1 and 'HTTP 404' in missing.stderr
+
+
+def test_console_log_show(tristate, servers):
+    server_id = servers['web-1']['id']
+    out = tristate.run(*ALICE, 'console', 'log', 'show', server_id).stdout
+    assert 'BOOT-OK %s\n' % server_id in out
+    out = tristate.run(*ALICE, 'console', 'log', 'show', '--lines', '1',
+                       server_id).stdout
+    assert out == 'BOOT-OK %s\n' % server_id
+    # another project's server is not found
+    assert tristate.run(*BOB, 'console', 'log', 'show', server_id,
+                        ok=False).returncode != 0
+
+
+def test_console_url_show_without_serial_consoles_says_so(tristate, servers):
+    done = tristate.run(*ALICE, 'console', 'url', 'show',
+                        servers['web-1']['id'], ok=False)
+    assert done.returncode != 0
+    assert 'Unavailable console type serial' in done.stderr
