@@ -18,7 +18,7 @@ TASK = 'task'
 DELETE = 'delete'
 RESET = 'reset'
 LOCK = 'lock'           # the lock: no task, an attribute (api.routes.server_attrs)
-CONSOLE = 'console'     # read the console log (issue 24 builds it)
+CONSOLE = 'console'     # console log and URLs (api.routes.consoles)
 
 
 def _none(body):
@@ -110,6 +110,10 @@ def _console(body):
     return {'length': None if length is None else int(length)}
 
 
+def _console_type(body):
+    return {'type': body['type']}
+
+
 def _migrate(body):
     return {'host': body['host']} if body.get('host') else {}
 
@@ -149,4 +153,10 @@ ACTIONS = {a.key: a for a in (
     ServerAction('unlock', 'unlock', schemas.NO_BODY, _unlock, kind=LOCK),
     ServerAction('os-getConsoleOutput', 'get_console_output',
                  schemas.CONSOLE_OUTPUT, _console, kind=CONSOLE, status=200),
+    ServerAction('os-getSerialConsole', 'get_serial_console',
+                 schemas.SERIAL_CONSOLE, _console_type, kind=CONSOLE,
+                 status=200),
+    ServerAction('os-getVNCConsole', 'get_vnc_console',
+                 schemas.VNC_CONSOLE, _console_type, kind=CONSOLE,
+                 status=200),
 )}

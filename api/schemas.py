@@ -164,6 +164,9 @@ CONSOLE_OUTPUT = {'type': ['null', 'object'],
                       'pattern': '^-?[0-9]+$', 'minimum': -1,
                       'maximum': 2 ** 31 - 1, 'maxLength': 20}},
                   'additionalProperties': False}
+# Nova 2.1's serial and VNC console actions: the type, from Nova's list.
+SERIAL_CONSOLE = _object(['type'], type={'enum': ['serial']})
+VNC_CONSOLE = _object(['type'], type={'enum': ['novnc', 'xvpvnc']})
 RESCUE = {'type': ['null', 'object'],
           'properties': {'adminPass': {'type': 'string'},
                          'rescue_image_ref': IMAGE_REF},

@@ -158,6 +158,17 @@ class AgentManager:
             thread.join(max(0.0, deadline - time.monotonic()))
         return self.running_tasks()
 
+    def get_console_output(self, ctx, instance_uuid, max_bytes):
+        """The end of the guest's console log, as text (bytes that are
+        not UTF-8 escaped), or None; read at once, no task."""
+        data = self.driver.get_console_output(instance_uuid,
+                                              max_bytes=int(max_bytes))
+        return None if data is None else data.decode('utf-8',
+                                                     'backslashreplace')
+
+    def get_console_endpoint(self, ctx, instance_uuid):
+        return self.driver.console_endpoint(instance_uuid)
+
     def destroy_domain(self, ctx, instance_uuid):
         LOG.info('Destroying domain %s on request', instance_uuid)
         self.driver.destroy(instance_uuid)

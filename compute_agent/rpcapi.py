@@ -11,12 +11,16 @@ Version history:
 * 1.0 - Initial version: run_task, destroy_domain.
 * 1.1 - run_task answers ``accepted`` or ``duplicate`` once the task is in
   the agent's journal, and runs a task received twice only once.
+* 1.3 - get_console_output (the end of a guest's console log, bounded by
+  ``max_bytes``) and get_console_endpoint (where its serial console's TCP
+  listener is), both calls answered at once, no task (issue 24).
 """
 
+from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.1'
+VERSION = '1.3'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -52,6 +56,35 @@ class ComputeAPI:
         agent's next power report asks again)."""
         self._cast(ctx, host, 'destroy_domain', instance_uuid=instance_uuid,
                    retry=BEST_EFFORT_RETRY)
+
+    def get_console_output(self, ctx, *, host, instance_uuid, max_bytes,
+                           timeout=None):
+        """1.3: the end of the guest's console log as text (at most
+        ``max_bytes`` bytes of it), or None when it has none."""
+        return self._console_call(ctx, host, 'get_console_output', timeout,
+                                  instance_uuid=instance_uuid,
+                                  max_bytes=max_bytes)
+
+    def get_console_endpoint(self, ctx, *, host, instance_uuid,
+                             timeout=None):
+        """1.3: ``{'host', 'port'}`` of the guest's serial console TCP
+        listener, or None."""
+        return self._console_call(ctx, host, 'get_console_endpoint', timeout,
+                                  instance_uuid=instance_uuid)
+
+    def _console_call(self, ctx, host, method, timeout, **kwargs):
+        if not self.client.can_send_version('1.3'):
+            raise exception.ServiceUnavailable(
+                reason='consoles need compute agent RPC API 1.3 and '
+                       '[upgrade_levels] compute caps it at %s'
+                       % self.client.version_cap)
+        try:
+            return self.client.prepare(server=host, version='1.3',
+                                       timeout=timeout).call(
+                ctx, method, **kwargs)
+        except rpc.MessagingException as err:
+            metrics.rpc_error(method, err)
+            raise
 
     def _cast(self, ctx, host, method, retry=None, **kwargs):
         try:

@@ -11,6 +11,7 @@ import logging
 from common import exception
 from common import rpc
 from conductor import accounts
+from conductor import consoles
 from conductor import gateway as gw
 from conductor import results as results_mod
 from conductor import rpcapi
@@ -49,6 +50,8 @@ class ConductorManager:
         self.results = results
         self.gateway = gateway
         self.db = gateway.db
+        self.consoles = consoles.Consoles(db=self.db, compute=flows.compute,
+                                          conf=flows.conf)
 
     # --- API tier ----------------------------------------------------------------
 
@@ -78,6 +81,7 @@ class ConductorManager:
         notification to build, the row is not read again.
         ``doomed_hosts`` (1.6): the destinations of a move the delete
         preempted, told to destroy their copy too."""
+        self.consoles.forget(instance_uuid)
         if host is not _UNSAID and not getattr(self.gateway.notifier,
                                                'enabled', True):
             self.flows.destroy_everywhere(
@@ -148,6 +152,22 @@ class ConductorManager:
         return accounts.tenant_usage_page(
             self.db, ctx, start=start, end=end, project_id=project_id,
             marker=marker, limit=limit)
+
+    @_expected
+    def get_console_output(self, ctx, instance_uuid):
+        return self.consoles.output(ctx, instance_uuid)
+
+    @_expected
+    def create_console(self, ctx, instance_uuid, console_type):
+        return self.consoles.create_token(ctx, instance_uuid, console_type)
+
+    @_expected
+    def consume_console_token(self, ctx, token):
+        return self.consoles.consume_token(ctx, token)
+
+    @_expected
+    def consoles_alive(self, ctx, instance_uuids):
+        return self.consoles.alive(ctx, instance_uuids)
 
     # --- agents --------------------------------------------------------------------
 

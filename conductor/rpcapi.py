@@ -53,6 +53,11 @@ Version history:
   ``user_data`` (base64) and ``config_drive``; a create with any of them
   is refused below 1.10 rather than sent to a conductor that would drop
   them.
+* 1.11 - consoles (issue 24): get_console_output (API tier: the end of a
+  guest's console log, read by its agent), create_console (API tier: a
+  one-time token for the serial console), consume_console_token and
+  consoles_alive (tristate-console-proxy: open a session once, and learn
+  which sessions' instances were deleted).
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
   build of the instance is placed in).
@@ -316,6 +321,34 @@ class ConductorAPI:
         return self._call(ctx, 'tenant_usage_page', version='1.8',
                           start=start, end=end, project_id=project_id,
                           marker=marker, limit=limit)
+
+    # --- consoles (1.11) -------------------------------------------------------
+
+    def get_console_output(self, ctx, instance_uuid):
+        """The end of the guest's console log, as text."""
+        self._need('1.11', 'console output')
+        return self._call(ctx, 'get_console_output', version='1.11',
+                          instance_uuid=instance_uuid)
+
+    def create_console(self, ctx, instance_uuid, console_type):
+        """``{'token', 'expires_at'}``: a one-time console token."""
+        self._need('1.11', 'remote consoles')
+        return self._call(ctx, 'create_console', version='1.11',
+                          instance_uuid=instance_uuid,
+                          console_type=console_type)
+
+    def consume_console_token(self, ctx, token):
+        """What the token opens (``host``, ``address``, ``port``,
+        ``instance_uuid``), once."""
+        self._need('1.11', 'remote consoles')
+        return self._call(ctx, 'consume_console_token', version='1.11',
+                          token=token)
+
+    def consoles_alive(self, ctx, instance_uuids):
+        """Those of the instances that still exist."""
+        self._need('1.11', 'remote consoles')
+        return self._call(ctx, 'consoles_alive', version='1.11',
+                          instance_uuids=list(instance_uuids))
 
     # --- agents ----------------------------------------------------------------
 

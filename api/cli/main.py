@@ -39,6 +39,7 @@ from api.cli import aggregates
 from api.cli import auth
 from api.cli import catalog
 from api.cli import client as client_mod
+from api.cli import consoles
 from api.cli import events
 from api.cli import images
 from api.cli import keypairs
@@ -48,7 +49,7 @@ from api.cli import servers
 from api.cli import zones
 
 COMMAND_MODULES = (servers, events, catalog, accounting, images, leases,
-                   aggregates, zones, networks, keypairs)
+                   aggregates, zones, networks, keypairs, consoles)
 
 
 class TristateApp(app.App):

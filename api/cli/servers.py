@@ -443,10 +443,6 @@ ACTIONS = (
                           if a.reason else None},
                (_arg('--reason'),)),
     ActionSpec('unlock', 'Unlock a locked server.', _empty('unlock')),
-    ActionSpec('console-log', 'Read the console log (none is kept yet: '
-               'Nova\'s 404).',
-               lambda a: {'os-getConsoleOutput': {'length': a.length}},
-               (_arg('--length', type=int),)),
 )
 
 

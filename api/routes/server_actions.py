@@ -1,6 +1,8 @@
 """``/servers/{id}/action`` and ``/servers/{id}/os-instance-actions``
 (metadata, tags and the password: :mod:`api.routes.server_attrs`)."""
 
+import time
+
 import flask
 
 from api import actions
@@ -10,10 +12,12 @@ from api import request
 from api import schemas
 from api import snapshotimage
 from api import views
+from api.routes import consoles
 from api.routes import server_attrs
 from api.routes import servers
 from common import actions as table
 from common import exception
+from common import states
 
 bp = flask.Blueprint('server_actions', __name__,
                      url_prefix='/v2.1/servers/<server_id>')
@@ -55,7 +59,7 @@ def action(server_id):
     if spec.kind == actions.LOCK:
         return _lock(inst, params)
     if spec.kind == actions.CONSOLE:
-        return _console_output(inst)
+        return consoles.action(inst, spec.key, params)
     table.refuse_if_locked(inst, ctx, name)
     if name == 'rebuild':
         changes = _rebuild_changes(body)
@@ -63,27 +67,33 @@ def action(server_id):
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
-        # What the row just read already denies is refused here, with the
-        # conductor's own answer; the conductor's claim decides the rest.
-        TABLE.refuse_if_denied(inst, name)
-        if params.get('image_ref'):
-            # a rebuild boots it in the instance's flavor; a rescue boots
-            # it beside the instance's disk
-            request.boot_image(params['image_ref'],
-                               inst['flavor_name'] if name == 'rebuild'
-                               else None)
-        if name == 'rescue':
-            params = _rescue_password(client, params)
-        conf = request.services().conf
-        with snapshotimage.queued(conf, ctx, inst, name, params) as params:
-            after = client.run_action(ctx, server_id, name, params)
+        params, after = _run_task(client, ctx, inst, name, params)
     if name == 'rebuild' and changes:
         after = _rebuild_attributes(inst, changes, after)
-    resp = _answer(spec, params, after)
     started = after.get('started_task_id') or after.get('task_id')
+    if name == 'set_password' and started:
+        _password_set(client, server_id, started)
+    resp = _answer(spec, params, after)
     if started:
         resp.headers[TASK_ID_HEADER] = started
     return resp
+
+
+def _run_task(client, ctx, inst, name, params):
+    """(params as sent, the conductor's answer) of a task action."""
+    # What the row just read already denies is refused here, with the
+    # conductor's own answer; the conductor's claim decides the rest.
+    TABLE.refuse_if_denied(inst, name)
+    if params.get('image_ref'):
+        # a rebuild boots it in the instance's flavor; a rescue boots it
+        # beside the instance's disk
+        request.boot_image(params['image_ref'],
+                           inst['flavor_name'] if name == 'rebuild' else None)
+    if name == 'rescue':
+        params = _rescue_password(client, params)
+    conf = request.services().conf
+    with snapshotimage.queued(conf, ctx, inst, name, params) as params:
+        return params, client.run_action(ctx, inst['uuid'], name, params)
 
 
 def _lock(inst, params):
@@ -104,11 +114,30 @@ def _lock(inst, params):
     return request.no_content(202)
 
 
-def _console_output(inst):
-    """Nova's answer when the driver keeps no console log for the
-    guest: 404 ``Guest does not have a console available.`` (Tristate's
-    drivers keep none yet: the guest-access issue builds it)."""
-    raise exception.NotFound('Guest does not have a console available.')
+# Seconds between two reads of a changePassword's task.
+PASSWORD_POLL = 0.05
+
+
+def _password_set(client, server_id, task_id):
+    """Nova answers changePassword once the guest took the password, and
+    409 when it could not (a guest with no qemu-guest-agent); so does this,
+    waiting for the set_password task up to ``[api] rpc_timeout`` seconds
+    (then 202: it still runs, its result goes to the action log)."""
+    statedb = getattr(client, 'statedb', None)
+    if statedb is None:
+        return
+    deadline = time.monotonic() + request.services().conf.api.rpc_timeout
+    while time.monotonic() < deadline:
+        entry = statedb.get_action(task_id)
+        if entry is not None and entry['result'] != states.RESULT_RUNNING:
+            break
+        time.sleep(PASSWORD_POLL)
+    else:
+        return
+    if entry['result'] != states.RESULT_SUCCESS:
+        raise exception.Conflict(
+            'Failed to set admin password on %s because %s'
+            % (server_id, entry['message'] or entry['result']))
 
 
 def _rebuild_changes(body):

@@ -23,6 +23,7 @@ from common.conf import oslo_middleware
 from common.conf import quota
 from common.conf import reconcile
 from common.conf import scheduler
+from common.conf import serial_console
 from common.conf import shutdown
 from common.conf import upgrade_levels
 
@@ -38,6 +39,7 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             libvirt,
             image,
             fake_driver,
+            serial_console,
             shutdown,
             availability_zone,
             network)

@@ -667,3 +667,25 @@ class KeyPair(Base):
     public_key: Mapped[str] = mapped_column(Text)
     type: Mapped[str] = mapped_column(String(4))
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+# --- console tokens (issue 24) ----------------------------------------------------
+
+class ConsoleToken(Base):
+    """A console URL's one-time token (issue 24): its digest, never the
+    token; what it opens (an instance's serial console on a host's
+    address and port); when it expires and when it was used."""
+    __tablename__ = 'console_tokens'
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    instance_uuid: Mapped[str] = mapped_column(_uuid, index=True)
+    project_id: Mapped[str] = mapped_column(_name)
+    console_type: Mapped[str] = mapped_column(String(32))
+    host: Mapped[str] = mapped_column(_name)
+    address: Mapped[str] = mapped_column(_name)
+    port: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    expires_at: Mapped[datetime.datetime] = mapped_column(DateTime,
+                                                          index=True)
+    used_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, nullable=True)

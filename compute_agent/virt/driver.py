@@ -105,6 +105,20 @@ class ComputeDriver(abc.ABC):
         they have been reported. Returns the uuids destroyed."""
         return []
 
+    # --- consoles (issue 24) -------------------------------------------------
+
+    def get_console_output(self, uuid, *, max_bytes):
+        """The end of the guest's console log, at most ``max_bytes`` bytes,
+        also after the guest stopped; None when the driver keeps no log for
+        it (the API then answers Nova's 404)."""
+        return None
+
+    def console_endpoint(self, uuid):
+        """``{'host': address, 'port': int}`` of the guest's interactive
+        serial console (a raw TCP listener on this host), or None when it
+        has none."""
+        return None
+
     def _unsupported(self, operation):
         raise NotSupported(operation, self.name)
 

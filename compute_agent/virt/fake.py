@@ -43,12 +43,14 @@ import contextlib
 import dataclasses
 import hashlib
 import logging
+import os
 import struct
 import threading
 import time
 
 from common import states
 from common.states import power
+from compute_agent.virt import consolelog
 from compute_agent.virt import driver
 from compute_agent.virt import fake_store
 from compute_agent.virt.driver import VirtError
@@ -101,6 +103,24 @@ GUARDS = {
 
 
 store_dir = fake_store.store_dir
+# Beside the hosts' stores, not in one (a migrated guest keeps its log;
+# every directory of fakevirt/ is a host).
+CONSOLE_SUBDIR = 'fakevirt-consoles'
+# Operations after which a running guest has (re)booted.
+BOOTS = frozenset({'spawn', 'power_on', 'reboot', 'rescue', 'unrescue',
+                   'rebuild'})
+
+
+def console_log(state_dir, uuid):
+    """The fake guest's console log file."""
+    return os.path.join(state_dir, CONSOLE_SUBDIR, '%s.log' % _checked(uuid))
+
+
+def _checked(uuid):
+    fake_store._check_name('domain', uuid)   # noqa: SLF001 (same package)
+    return uuid
+
+
 list_hosts = fake_store.list_hosts
 
 
@@ -236,7 +256,8 @@ class FakeDriver(driver.ComputeDriver):
     name = 'fake'
 
     def __init__(self, *, state_dir, capacity=None, latency=None, faults=None,
-                 poll_interval=0.1, hang_timeout=3600.0, sleep=None):
+                 poll_interval=0.1, hang_timeout=3600.0, sleep=None,
+                 console=None):
         for operation, mode in (faults or {}).items():
             _check_fault(operation, mode)
         for operation, seconds in (latency or {}).items():
@@ -249,6 +270,7 @@ class FakeDriver(driver.ComputeDriver):
         self.faults = dict(faults or {})
         self.poll_interval = poll_interval
         self.hang_timeout = hang_timeout
+        self.console = console or consolelog.Settings()
         self.host = None
         self._store = None
         self._watcher = None
@@ -267,7 +289,8 @@ class FakeDriver(driver.ComputeDriver):
                                             disk_gb=group.disk_gb),
                    latency=dict(group.latency), faults=dict(group.faults),
                    poll_interval=group.poll_interval,
-                   hang_timeout=group.hang_timeout)
+                   hang_timeout=group.hang_timeout,
+                   console=consolelog.Settings.from_conf(conf))
 
     @property
     def store(self):
@@ -329,6 +352,7 @@ class FakeDriver(driver.ComputeDriver):
         with self.store.update(uuid) as data:
             if data['domains'].pop(uuid, None) is not None:
                 data['seq'] += 1
+        consolelog.remove(self._console_log(uuid))
 
     def power_off(self, uuid, *, timeout=60):
         self._run('power_off', uuid)
@@ -421,6 +445,34 @@ class FakeDriver(driver.ComputeDriver):
     def set_password(self, uuid, *, password):
         self._run('set_password', uuid)
 
+    # --- consoles -----------------------------------------------------------------
+
+    def _console_log(self, uuid):
+        return console_log(self.state_dir, uuid)
+
+    def _log_console(self, uuid, operation, rec):
+        """What a guest would print on its serial line: a line per
+        operation, and a boot line (as the test image's ``BOOT-OK``)."""
+        state = states.power_state_name(rec['power_state'])
+        lines = ['fake-console %s %s: power %s\n' % (
+            time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), operation,
+            state)]
+        if operation in BOOTS and rec['power_state'] == power.RUNNING:
+            lines.append('BOOT-OK %s\n' % uuid)
+        consolelog.append(self._console_log(uuid), ''.join(lines),
+                          self.console.log_max_bytes)
+
+    def get_console_output(self, uuid, *, max_bytes):
+        return consolelog.tail(self._console_log(uuid), max_bytes)
+
+    def console_endpoint(self, uuid):
+        """Where the guest's serial console would listen: nothing does
+        (a test runs its own TCP server there, standing for QEMU's)."""
+        if not self.console.enabled or self.get_domain(uuid) is None:
+            return None
+        return {'host': self.console.listen_address,
+                'port': self.console.port_for(uuid)}
+
     # --- the machinery every operation goes through ---------------------------
 
     def _run(self, operation, uuid, change=None, *, new=None):
@@ -438,6 +490,7 @@ class FakeDriver(driver.ComputeDriver):
             if change is not None:
                 change(rec)
             _touch(data, rec, operation)
+        self._log_console(uuid, operation, rec)
 
     def _prelude(self, operation, uuid, *, new=None):
         seconds = self.latency.get(operation, 0)

@@ -123,6 +123,8 @@ TARGETS = [
     ('POST', '/os-networks/add', {'id': 'n'}, [], []),
     ('POST', '/os-networks/<network_id>/action', {'disassociate': None},
      [], []),
+    ('POST', '/servers/{id}/remote-consoles',
+     {'remote_console': {'protocol': 'serial', 'type': 'serial'}}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),
@@ -147,6 +149,8 @@ TARGETS = [
          ('lock', {'locked_reason': 'r'}, ['lock.locked_reason'], []),
          ('unlock', None, [], []),
          ('os-getConsoleOutput', {'length': 5}, [], []),
+         ('os-getSerialConsole', {'type': 'serial'}, [], []),
+         ('os-getVNCConsole', {'type': 'novnc'}, [], []),
          # Only ever sent refused here: it would delete the target.
          ('forceDelete', None, [], []),
      ]]
@@ -244,7 +248,8 @@ def _seen(attacker, aims):
 
 
 # Routes that exist only from a microversion on (below it: 404 unread).
-SINCE = {('PUT', '/flavors/<flavor_id>'): '2.55'}
+SINCE = {('PUT', '/flavors/<flavor_id>'): '2.55',
+         ('POST', '/servers/{id}/remote-consoles'): '2.6'}
 
 
 def _send(attacker, aims, method, path, text, headers=None):

@@ -224,3 +224,22 @@ def test_keypair_commands_and_a_server_with_a_config_drive(tristate):
     assert files['openstack/latest/user_data'] == b'#!/bin/sh\necho booted\n'
     tristate.run(*ALICE, 'keypair', 'delete', 'alice-key')
     assert tristate.json(*ALICE, 'keypair', 'list') == []
+
+
+def test_console_log_show(tristate, servers):
+    server_id = servers['web-1']['id']
+    out = tristate.run(*ALICE, 'console', 'log', 'show', server_id).stdout
+    assert 'BOOT-OK %s\n' % server_id in out
+    out = tristate.run(*ALICE, 'console', 'log', 'show', '--lines', '1',
+                       server_id).stdout
+    assert out == 'BOOT-OK %s\n' % server_id
+    # another project's server is not found
+    assert tristate.run(*BOB, 'console', 'log', 'show', server_id,
+                        ok=False).returncode != 0
+
+
+def test_console_url_show_without_serial_consoles_says_so(tristate, servers):
+    done = tristate.run(*ALICE, 'console', 'url', 'show',
+                        servers['web-1']['id'], ok=False)
+    assert done.returncode != 0
+    assert 'Unavailable console type serial' in done.stderr

@@ -50,8 +50,7 @@ $cpu
   <on_crash>destroy</on_crash>
   <devices>
 $disks
-    <serial type='pty'/>
-    <console type='pty'/>
+$serial
     <channel type='unix'>
       <target type='virtio' name='org.qemu.guest_agent.0'/>
     </channel>
@@ -129,9 +128,13 @@ def domain_name(uuid):
 
 
 def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
-               arch='x86_64', cpu_mode='host-model', config_drive=None):
+               arch='x86_64', cpu_mode='host-model', config_drive=None,
+               console_log=None, serial_tcp=None):
     """The domain XML. ``disks``: [(path, format)], the boot disk first;
-    ``config_drive``: an ISO's path, attached read-only as a CD-ROM."""
+    ``config_drive``: an ISO's path, attached read-only as a CD-ROM.
+    ``console_log``: the file the serial console is logged to (KVM/QEMU);
+    ``serial_tcp``: (address, port) of the serial console's TCP listener,
+    or None for a pty (see :func:`serial_xml`)."""
     template, prefix, bus = _FLAVOURS[virt_type]
     cdrom = ''
     if config_drive:
@@ -139,6 +142,7 @@ def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
         cdrom = '\n' + _CDROM.substitute(path=quoteattr(config_drive),
                                          dev=dev, bus=cd_bus)
     return template.substitute(
+        serial=serial_xml(console_log, serial_tcp),
         virt_type=virt_type, domain_name=domain_name(uuid), uuid=uuid,
         title=escape(name), arch=escape(arch),
         metadata=_metadata(name, flavor, image_ref),
@@ -149,6 +153,43 @@ def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
                                          dev=prefix + chr(ord('a') + i),
                                          bus=bus)
                         for i, (path, fmt) in enumerate(disks)) + cdrom)
+
+
+# The guest's serial port, logged by libvirt (virtlogd, which rotates the
+# file: /etc/libvirt/virtlogd.conf max_size, max_backups) to a file per
+# instance. A pty serial gets the ``<console>`` alias libvirt's own tools
+# use (virsh console); a TCP one (interactive console through
+# tristate-console-proxy) is a raw listener, and libvirt adds the alias.
+_SERIAL_PTY = """\
+    <serial type='pty'>$log
+    </serial>
+    <console type='pty'/>"""
+_SERIAL_TCP = """\
+    <serial type='tcp'>
+      <source mode='bind' host=$host service='$port'/>
+      <protocol type='raw'/>$log
+    </serial>"""
+_LOG = "\n      <log file=%s append='on'/>"
+
+
+def serial_xml(console_log=None, serial_tcp=None):
+    log = _LOG % quoteattr(console_log) if console_log else ''
+    if serial_tcp is None:
+        return string.Template(_SERIAL_PTY).substitute(log=log)
+    host, port = serial_tcp
+    return string.Template(_SERIAL_TCP).substitute(
+        log=log, host=quoteattr(host), port=int(port))
+
+
+def serial_tcp_of(xml):
+    """(address, port) of a definition's TCP serial listener, or None."""
+    root = ElementTree.fromstring(xml)
+    for serial in root.findall('devices/serial'):
+        source = serial.find('source')
+        if serial.get('type') == 'tcp' and source is not None \
+                and source.get('mode') == 'bind':
+            return source.get('host'), int(source.get('service'))
+    return None
 
 
 def _metadata(name, flavor, image_ref):

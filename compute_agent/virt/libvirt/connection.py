@@ -15,6 +15,7 @@ libvirt's test driver (``test:///``) runs inside this process: see
 
 import logging
 import os
+import socket
 import threading
 
 import libvirt
@@ -211,3 +212,14 @@ class Connection:
                 return
             except VirtError as err:
                 LOG.warning('%s; still trying', err)
+
+
+def port_free(address, port):
+    """Whether nothing listens on ``address``:``port`` (a bind succeeds)."""
+    with socket.socket(socket.AF_INET6 if ':' in address
+                       else socket.AF_INET) as sock:
+        try:
+            sock.bind((address, port))
+        except OSError:
+            return False
+    return True

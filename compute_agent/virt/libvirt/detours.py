@@ -72,7 +72,9 @@ class DetourOps:
             flavor=flavor or old_flavor, image_ref=image_ref or old_image,
             disks=disks if disks is not None else config.disks_of(xml),
             arch=self.arch, cpu_mode=self.cpu_mode,
-            config_drive=config_drive)
+            config_drive=config_drive,
+            console_log=self._console_log(dom.UUIDString()),
+            serial_tcp=config.serial_tcp_of(xml))
 
     def _roll_back(self, dom, xml, was_running, what, err):
         """Put definition ``xml`` back, running as before; always raises."""

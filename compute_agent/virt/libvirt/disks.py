@@ -168,6 +168,8 @@ class InstanceFiles:
         self.path = os.path.join(instances_path, uuid)
         self.disk = os.path.join(self.path, 'disk')
         self.rescue_disk = os.path.join(self.path, 'disk.rescue')
+        # The serial console's log (virtlogd writes and rotates it).
+        self.console_log = os.path.join(self.path, 'console.log')
 
     def create(self):
         os.makedirs(self.path, exist_ok=True)

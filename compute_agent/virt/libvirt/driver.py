@@ -33,6 +33,7 @@ import time
 import libvirt
 
 from common.states import power
+from compute_agent.virt import consolelog
 from compute_agent.virt import driver
 from compute_agent.virt.driver import DomainInfo
 from compute_agent.virt.driver import VirtError
@@ -112,7 +113,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                  shutdown_timeout=60, reconnect_interval_min=0.5,
                  reconnect_interval_max=30.0, reconnect_timeout=60.0,
                  test_node_per_host=True, cpu_mode='host-model',
-                 poll_interval=0.2):
+                 poll_interval=0.2, console=None):
         for what, value, allowed in (('virt_type', virt_type,
                                       config.VIRT_TYPES),
                                      ('cpu_mode', cpu_mode, config.CPU_MODES)):
@@ -124,6 +125,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         self.cpu_mode = cpu_mode
         self.images = images
         self.instances_path = instances_path
+        self.console = console or consolelog.Settings()
+        self._ports_lock = threading.Lock()
         self.event_debounce = (DEBOUNCE.get(virt_type, DEBOUNCE['xen'])
                                if event_debounce is None else event_debounce)
         self.shutdown_timeout = shutdown_timeout
@@ -155,7 +158,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                    reconnect_interval_max=group.reconnect_interval_max,
                    reconnect_timeout=group.reconnect_timeout,
                    test_node_per_host=group.test_node_per_host,
-                   cpu_mode=group.cpu_mode)
+                   cpu_mode=group.cpu_mode,
+                   console=consolelog.Settings.from_conf(conf))
 
     # --- setting up and down ---------------------------------------------------
 
@@ -315,6 +319,45 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
     def _files(self, uuid):
         return disks.InstanceFiles(self.instances_path, uuid)
 
+    # --- consoles ----------------------------------------------------------------
+
+    def _console_log(self, uuid):
+        """The serial console's log file; None on Xen (libxl takes no
+        ``<log>``: xenconsoled's own log, if configured, is not read)."""
+        if self.virt_type == 'xen':
+            return None
+        return self._files(uuid).console_log
+
+    def _serial_tcp(self, conn):
+        """(address, port) for a new guest's serial TCP listener: the
+        first port of ``[serial_console] port_range`` no domain of this
+        host uses and nothing else holds; None when disabled."""
+        if not self.console.enabled or self.virt_type == 'xen':
+            return None
+        used = set()
+        for dom in conn.listAllDomains():
+            tcp = config.serial_tcp_of(dom.XMLDesc(0))
+            if tcp is not None:
+                used.add(tcp[1])
+        address = self.console.listen_address
+        for port in self.console.ports():
+            if port not in used and connection_mod.port_free(address, port):
+                return address, port
+        raise VirtError('no free serial console port in [serial_console] '
+                        'port_range on host %s' % self.host)
+
+    def get_console_output(self, uuid, *, max_bytes):
+        path = self._console_log(uuid)
+        return None if path is None else consolelog.tail(path, max_bytes)
+
+    def console_endpoint(self, uuid):
+        def read(conn):
+            dom = self._lookup(conn, uuid)
+            return None if dom is None else config.serial_tcp_of(
+                dom.XMLDesc(0))
+        tcp = self.connection.run(read)
+        return None if tcp is None else {'host': tcp[0], 'port': tcp[1]}
+
     def _image(self, image_ref, image):
         """A context holding the image to build on: ``image`` when the
         agent passed one, else the driver's ``images`` source's."""
@@ -415,11 +458,14 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         dom = None
         try:
             fmt = disks.create_disk(image, files.disk, flavor.disk_gb)
-            dom = conn.defineXML(config.domain_xml(
-                virt_type=self.virt_type, uuid=uuid, name=name,
-                flavor=flavor, image_ref=image_ref, arch=self.arch,
-                cpu_mode=self.cpu_mode, disks=[(files.disk, fmt)],
-                config_drive=config_drive))
+            with self._ports_lock:      # a port no other define takes
+                dom = conn.defineXML(config.domain_xml(
+                    virt_type=self.virt_type, uuid=uuid, name=name,
+                    flavor=flavor, image_ref=image_ref, arch=self.arch,
+                    cpu_mode=self.cpu_mode, disks=[(files.disk, fmt)],
+                    config_drive=config_drive,
+                    console_log=self._console_log(uuid),
+                    serial_tcp=self._serial_tcp(conn)))
             self._start(dom)
         except BaseException:
             self._forget_domain(dom)

@@ -14,7 +14,8 @@ from common import rpc
 ETC = pathlib.Path(__file__).resolve().parents[3] / 'etc'
 UNITS = {'tristate-api.service': 'tristate-api',
          'tristate-conductor.service': 'tristate-conductor',
-         'tristate-compute-agent.service': 'tristate-compute-agent'}
+         'tristate-compute-agent.service': 'tristate-compute-agent',
+         'tristate-console-proxy.service': 'tristate-console-proxy'}
 
 
 def _registered():

@@ -1,0 +1,1 @@
+"""``tristate-console-proxy``: serial consoles over WebSocket (issue 24)."""
