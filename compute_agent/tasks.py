@@ -15,6 +15,12 @@ write grant, then deletes. With an existing Glance (no grant) the agent
 also deletes the image of a snapshot that failed and rotates backups
 (:mod:`compute_agent.existing_glance`). Drivers that do not take these
 keywords are called as before (:func:`takes`).
+
+Ports: a build or rebuild carries ``params['ports']`` (the guest's network
+cards, :mod:`compute_agent.net.ports`); the driver gets them as ``ports=``
+if it takes that keyword. A rebuild without the key (an older conductor)
+keeps the domain's ports. The host's DHCP entries follow (the agent's
+manager refreshes them after these tasks: :data:`CHANGES_PORTS`).
 """
 
 import contextlib
@@ -55,11 +61,20 @@ def _image(agent, params, image_ref, method):
         yield {'image': cached}
 
 
+def _ports(method, params):
+    """``{'ports': [...]}`` when the task carries ports and the driver
+    takes them; else nothing."""
+    if 'ports' not in params or not takes(method, 'ports'):
+        return {}
+    return {'ports': list(params['ports'] or ())}
+
+
 def _build(agent, inst, params):
     uuid = inst['uuid']
     # Networks and disks are attached within spawn (states._BUILD_STEPS).
     agent.progress(inst, step=states.step.SPAWNING)
     with _image(agent, params, inst['image_ref'], agent.driver.spawn) as extra:
+        extra.update(_ports(agent.driver.spawn, params))
         agent.driver.spawn(uuid, name=inst['name'],
                            flavor=Flavor(inst['flavor_name'], inst['vcpus'],
                                          inst['memory_mb'], inst['disk_gb']),
@@ -72,6 +87,7 @@ def _rebuild(agent, inst, params):
     agent.progress(inst, step=states.step.SPAWNING)
     with _image(agent, params, params['image_ref'],
                 agent.driver.rebuild) as extra:
+        extra.update(_ports(agent.driver.rebuild, params))
         return agent.driver.rebuild(inst['uuid'],
                                     image_ref=params['image_ref'], **extra)
 
@@ -227,3 +243,7 @@ STEP_FIRST = frozenset({'build', 'rebuild', 'resize'})
 
 # Tasks after which the domain is no longer on this host.
 LEAVES_HOST = frozenset({'live_migrate'})
+
+# Tasks after which the host's DHCP entries for the instance are read again
+# from the domain (made, replaced, or gone from this host).
+CHANGES_PORTS = frozenset({'build', 'rebuild', 'live_migrate'})

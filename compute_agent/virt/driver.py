@@ -118,7 +118,21 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     def spawn(self, uuid, *, name, flavor, image_ref):
-        """Define and start a domain from ``image_ref`` with ``flavor``."""
+        """Define and start a domain from ``image_ref`` with ``flavor``.
+        A driver that gives guests network cards adds a keyword-only
+        ``ports=()``: the task's ports (:mod:`compute_agent.net.ports`),
+        one card each, in order, kept with the domain (see
+        :meth:`domain_ports`); the agent passes it only to drivers that
+        take it (:func:`compute_agent.tasks.takes`)."""
+
+    def domain_ports(self, uuid=None):
+        """{uuid: [port dict]} of the domains on this host that have
+        ports, as their build or rebuild gave them (or of ``uuid`` alone:
+        {} when it is gone). The host's DHCP entries are made from this,
+        so they follow whatever the domains carry: builds, deletes,
+        migrations in and out, an agent restart. A driver without ports
+        has none."""
+        return {}
 
     @abc.abstractmethod
     def destroy(self, uuid):
@@ -157,6 +171,9 @@ class ComputeDriver(abc.ABC):
         self._unsupported('unrescue')
 
     def rebuild(self, uuid, *, image_ref):
+        """New disk from ``image_ref``. A driver with ports adds
+        ``ports=None``: the task's ports replace the domain's; None (the
+        task carried none: an older conductor) keeps them."""
         self._unsupported('rebuild')
 
     def resize(self, uuid, *, flavor):

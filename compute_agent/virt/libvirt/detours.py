@@ -29,6 +29,7 @@ import os
 import libvirt
 
 from common.states import power
+from compute_agent.net import ports as net_ports
 from compute_agent.virt.driver import NotSupported
 from compute_agent.virt.driver import VirtError
 from compute_agent.virt.libvirt import config
@@ -58,14 +59,16 @@ class DetourOps:
         return inst
 
     def _definition(self, dom, xml, *, flavor=None, image_ref=None,
-                    disks=None):
-        """``dom``'s definition regenerated from ``xml``, with changes."""
+                    disks=None, ports=None):
+        """``dom``'s definition regenerated from ``xml``, with changes
+        (its ports kept unless ``ports`` is given)."""
         name, old_flavor, old_image = self._instance(dom, xml)
         return config.domain_xml(
             virt_type=self.virt_type, uuid=dom.UUIDString(), name=name,
             flavor=flavor or old_flavor, image_ref=image_ref or old_image,
             disks=disks if disks is not None else config.disks_of(xml),
-            arch=self.arch, cpu_mode=self.cpu_mode)
+            arch=self.arch, cpu_mode=self.cpu_mode,
+            ports=config.ports_of(xml) if ports is None else ports)
 
     def _roll_back(self, dom, xml, was_running, what, err):
         """Put definition ``xml`` back, running as before; always raises."""
@@ -136,13 +139,17 @@ class DetourOps:
 
     # --- rebuild ----------------------------------------------------------------
 
-    def rebuild(self, uuid, *, image_ref, image=None):
+    def rebuild(self, uuid, *, image_ref, image=None, ports=None):
+        """``ports``: the task's ports, which replace the domain's; None
+        (a conductor that sends none) keeps those it has."""
+        if ports is not None:
+            ports = net_ports.checked(ports)
         self._cleanup_before_allocation()
         with self._image(image_ref, image) as base:
             self._op('rebuild', uuid,
-                     lambda dom: self._rebuild(dom, image_ref, base))
+                     lambda dom: self._rebuild(dom, image_ref, base, ports))
 
-    def _rebuild(self, dom, image_ref, image):
+    def _rebuild(self, dom, image_ref, image, ports):
         files = self._files(dom.UUIDString())
         xml = _inactive_xml(dom)
         _name, flavor, _image = self._instance(dom, xml)
@@ -156,7 +163,8 @@ class DetourOps:
                 dom.managedSaveRemove(0)
             os.replace(files.disk + '.new', files.disk)
             dom = dom.connect().defineXML(self._definition(
-                dom, xml, image_ref=image_ref, disks=[(files.disk, fmt)]))
+                dom, xml, image_ref=image_ref, disks=[(files.disk, fmt)],
+                ports=ports))
             if was_running:
                 self._start(dom)
         except (libvirt.libvirtError, OSError) as err:
