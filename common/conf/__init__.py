@@ -11,6 +11,7 @@ from common.conf import api
 from common.conf import compute
 from common.conf import conductor
 from common.conf import database
+from common.conf import dhcp
 from common.conf import default
 from common.conf import fake_driver
 from common.conf import image
@@ -36,7 +37,8 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             libvirt,
             image,
             fake_driver,
-            shutdown)
+            shutdown,
+            dhcp)
 
 
 def register_all(conf):
