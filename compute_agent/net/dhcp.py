@@ -163,8 +163,9 @@ def render(bridge, macs, *, directory, user):
             'dhcp-leasefile=%s' % os.path.join(directory, 'leases'),
             'dhcp-ignore=tag:!known',
             'pid-file=%s' % os.path.join(directory, 'dnsmasq.pid'),
+            # One line per DHCP packet (no log-dhcp: a guest asks once per
+            # boot, the leases being infinite).
             'log-facility=%s' % os.path.join(directory, 'dnsmasq.log'),
-            'log-dhcp',
             'dhcp-hostsfile=%s' % os.path.join(directory, 'hosts'),
             'dhcp-optsfile=%s' % os.path.join(directory, 'opts')]
     if user:
