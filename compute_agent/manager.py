@@ -33,6 +33,7 @@ from compute_agent import configdrive
 from compute_agent import reporter as reporter_mod
 from compute_agent import rpcapi
 from compute_agent import tasks
+from compute_agent.net import dhcp as dhcp_mod
 from compute_agent.virt import driver as virt
 
 LOG = logging.getLogger(__name__)
@@ -70,9 +71,12 @@ class AgentManager:
     target = rpc.Target(version=rpcapi.VERSION)
 
     def __init__(self, *, host, driver, conductor, conf, journal,
-                 delivered=None, image_cache=None):
+                 delivered=None, image_cache=None, dhcp=None):
         self.host = host
         self.driver = driver
+        # The host's DHCP entries (compute_agent.net.dhcp), read again from
+        # the domain after a task that changes its ports and a destroy.
+        self.dhcp = dhcp if dhcp is not None else dhcp_mod.NoDhcp()
         self.image_cache = image_cache
         self._image_session = None      # keystoneauth's, made when needed
         # What the conductor was told of each domain's power (shared with
@@ -120,6 +124,8 @@ class AgentManager:
             self._run(ctx, instance, action, params,
                       tasks.HANDLERS.get(action))
         finally:
+            if action in tasks.CHANGES_PORTS:
+                self.dhcp.refresh_from(self.driver, instance['uuid'])
             self._slots.release()
             with self._lock:
                 self.journal.remove(ctx.task_id)
@@ -171,7 +177,10 @@ class AgentManager:
 
     def destroy_domain(self, ctx, instance_uuid):
         LOG.info('Destroying domain %s on request', instance_uuid)
-        self.driver.destroy(instance_uuid)
+        try:
+            self.driver.destroy(instance_uuid)
+        finally:
+            self.dhcp.refresh_from(self.driver, instance_uuid)
         configdrive.remove(self.conf, self.host, instance_uuid)
 
     # --- running a task ------------------------------------------------------------
@@ -308,6 +317,7 @@ class AgentManager:
         except Exception:
             LOG.exception('Could not destroy domain %s of a deleted instance',
                           uuid)
+        self.dhcp.refresh_from(self.driver, uuid)
 
     def stop(self):
         self._stopping = True

@@ -15,6 +15,10 @@ number that only grows (wall-clock nanoseconds, forced monotonic in this
 process), so a late report never undoes a newer one, even across restarts.
 While the conductor is unreachable the latest state per instance is kept and
 sent when it answers again; nothing seen is lost.
+
+The host's DHCP entries (:mod:`compute_agent.net.dhcp`) ride along: each
+domain event reads the domain's ports again (a domain that migrated in or
+vanished), and each full report checks them all.
 """
 
 import collections
@@ -28,6 +32,7 @@ from common import metrics
 from common import states
 from common import version
 from compute_agent import configdrive
+from compute_agent.net import dhcp as dhcp_mod
 from compute_agent.virt.driver import DomainInfo
 
 LOG = logging.getLogger(__name__)
@@ -163,8 +168,9 @@ class Reporter:
     """Heartbeats and power reports of one host, each in its own thread."""
 
     def __init__(self, *, host, driver, conductor, conf, journal,
-                 delivered=None, image_cache=None):
+                 delivered=None, image_cache=None, dhcp=None):
         self.host = host
+        self.dhcp = dhcp if dhcp is not None else dhcp_mod.NoDhcp()
         self.image_cache = image_cache
         self.delivered = delivered if delivered is not None else Delivered()
         self.delivered.on_release = self._read_and_send
@@ -237,6 +243,10 @@ class Reporter:
         event may be stale), and send it at once; if a task runs on the
         domain, once the task's result was sent (:class:`Delivered`)."""
         metrics.AGENT_EVENTS.labels(self.host).inc()
+        # A domain that appeared (migrated in) or vanished (destroyed,
+        # migrated away) gains or loses its DHCP entries now; one that
+        # only changed power finds them as they were (nothing is written).
+        self.dhcp.refresh_from(self.driver, info.uuid)
         if not self.delivered.hold(info.uuid):
             self._read_and_send(info.uuid)
 
@@ -255,6 +265,9 @@ class Reporter:
                 sent = self._flush_locked(seq, send=self._beat_with)
             else:
                 sent = self._flush_locked(seq)
+        # The DHCP entries' safety net, as the full report is power's: a
+        # domain that migrated in or vanished unseen is found here.
+        self.dhcp.sync_from(self.driver)
         if sent:
             self.full_reports_sent += 1
             # Xen keeps guests that shut down ("preserve") until reported:
@@ -345,6 +358,7 @@ class Reporter:
                             uuid)
                 self.driver.destroy(uuid)
                 configdrive.remove(self.conf, self.host, uuid)
+                self.dhcp.refresh_from(self.driver, uuid)
                 self._orphans_seen.pop(uuid, None)
             elif action == 'stop':
                 info = self.driver.get_domain(uuid)
@@ -365,6 +379,7 @@ class Reporter:
             configdrive.remove(self.conf, self.host, uuid)
         except Exception:
             LOG.exception('Could not destroy leftover domain %s', uuid)
+        self.dhcp.refresh_from(self.driver, uuid)
 
     # --- threads ---------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from common import rpc
 from compute_agent import imagecache
 from compute_agent import journal as journal_mod
 from compute_agent import manager as manager_mod
+from compute_agent.net import dhcp as dhcp_mod
 from compute_agent import reporter as reporter_mod
 from conductor import rpcapi as conductor_rpcapi
 
@@ -44,14 +45,16 @@ class AgentService:
         # their backing files): the cache never removes those.
         self.image_cache = imagecache.ImageCache(
             conf, in_use=getattr(self.driver, 'image_bases_in_use', None))
+        # The host's DHCP entries, made from what the domains carry.
+        self.dhcp = dhcp_mod.from_conf(conf, self.host)
         self.manager = manager_mod.AgentManager(
             host=self.host, driver=self.driver, conductor=conductor,
             conf=conf, journal=journal, delivered=delivered,
-            image_cache=self.image_cache)
+            image_cache=self.image_cache, dhcp=self.dhcp)
         self.reporter = reporter_mod.Reporter(
             host=self.host, driver=self.driver, conductor=conductor,
             conf=conf, journal=journal, delivered=delivered,
-            image_cache=self.image_cache)
+            image_cache=self.image_cache, dhcp=self.dhcp)
         self.server = bus.server(conf.compute.topic, [self.manager],
                                  server=self.host)
 
@@ -60,6 +63,7 @@ class AgentService:
         daemon), the RPC server connects in the background
         (:class:`common.rpc.BackgroundStart`) and ``on_bus`` is called once
         it consumes; reports fail fast until the bus is back."""
+        self.dhcp.sync_from(self.driver)     # after a restart: from scratch
         self.starter = rpc.BackgroundStart(
             self.server, 'Compute agent %s' % self.host,
             on_started=on_bus).start(background=not wait_for_bus)

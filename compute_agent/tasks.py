@@ -19,6 +19,12 @@ keywords are called as before (:func:`takes`).
 Config drive: a build or rebuild whose ``params['config_drive']`` is true
 gets the instance's ConfigDrive-2 ISO written first
 (:mod:`compute_agent.configdrive`) and passed as ``config_drive=PATH``.
+
+Ports: a build or rebuild carries ``params['ports']`` (the guest's network
+cards, :mod:`compute_agent.net.ports`); the driver gets them as ``ports=``
+if it takes that keyword. A rebuild without the key (an older conductor)
+keeps the domain's ports. The host's DHCP entries follow (the agent's
+manager refreshes them after these tasks: :data:`CHANGES_PORTS`).
 """
 
 import contextlib
@@ -77,6 +83,14 @@ def _config_drive(agent, inst, params, method):
     return {'config_drive': drive}
 
 
+def _ports(method, params):
+    """``{'ports': [...]}`` when the task carries ports and the driver
+    takes them; else nothing."""
+    if 'ports' not in params or not takes(method, 'ports'):
+        return {}
+    return {'ports': list(params['ports'] or ())}
+
+
 def _build(agent, inst, params):
     uuid = inst['uuid']
     # Networks and disks are attached within spawn (states._BUILD_STEPS).
@@ -85,6 +99,7 @@ def _build(agent, inst, params):
     try:
         with _image(agent, params, inst['image_ref'],
                     agent.driver.spawn) as extra:
+            extra.update(_ports(agent.driver.spawn, params))
             agent.driver.spawn(
                 uuid, name=inst['name'], image_ref=inst['image_ref'],
                 flavor=Flavor(inst['flavor_name'], inst['vcpus'],
@@ -103,6 +118,7 @@ def _rebuild(agent, inst, params):
     drive = _config_drive(agent, inst, params, agent.driver.rebuild)
     with _image(agent, params, params['image_ref'],
                 agent.driver.rebuild) as extra:
+        extra.update(_ports(agent.driver.rebuild, params))
         return agent.driver.rebuild(inst['uuid'],
                                     image_ref=params['image_ref'], **drive,
                                     **extra)
@@ -259,3 +275,7 @@ STEP_FIRST = frozenset({'build', 'rebuild', 'resize'})
 
 # Tasks after which the domain is no longer on this host.
 LEAVES_HOST = frozenset({'live_migrate'})
+
+# Tasks after which the host's DHCP entries for the instance are read again
+# from the domain (made, replaced, or gone from this host).
+CHANGES_PORTS = frozenset({'build', 'rebuild', 'live_migrate'})

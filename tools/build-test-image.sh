@@ -8,7 +8,10 @@
 # and an initramfs of busybox-static, tools/test-image/init (the guest's one
 # init script: it prints BOOT-OK on the serial console, then powers off on
 # the ACPI power button and powers off or reboots on a line typed on the
-# console) and the kernel modules named in tools/test-image/modules. The
+# console; it also brings up network cards with DHCP, /etc/udhcpc.script
+# from tools/test-image/udhcpc.script, and serves HTTP, with
+# tools/test-image/peer.cgi) and the kernel modules named in
+# tools/test-image/modules. The
 # kernel and busybox are fetched with `apt-get download` and unpacked with
 # dpkg-deb into a temporary directory: nothing is installed on the host.
 # Needs (Debian packages): mtools, syslinux, syslinux-common, fdisk, and
@@ -101,7 +104,8 @@ resolve_versions() {
     versions+=" syslinux-common=$(installed syslinux-common)"
     versions+=" mtools=$(installed mtools)"
     key=$( (echo "$versions"
-            cat "$0" "$source_dir/init" "$source_dir/modules") |
+            cat "$0" "$source_dir/init" "$source_dir/modules" \
+                "$source_dir/udhcpc.script" "$source_dir/peer.cgi") |
           sha256sum | cut -c1-16)
 }
 
@@ -135,6 +139,9 @@ make_root() {
         [ "$applet" = busybox ] || ln -s busybox "$root/bin/$applet"
     done
     install -m 755 "$source_dir/init" "$root/init"
+    install -m 755 "$source_dir/udhcpc.script" "$root/etc/udhcpc.script"
+    mkdir -p "$root/www/cgi-bin"
+    install -m 755 "$source_dir/peer.cgi" "$root/www/cgi-bin/peer"
     printf '#!/bin/sh\nexec /init poweroff\n' >"$root/etc/acpi/PWRF/00000080"
     chmod 755 "$root/etc/acpi/PWRF/00000080"
     cp "$source_dir/modules" "$root/etc/modules"

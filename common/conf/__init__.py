@@ -12,6 +12,7 @@ from common.conf import availability_zone
 from common.conf import compute
 from common.conf import conductor
 from common.conf import database
+from common.conf import dhcp
 from common.conf import default
 from common.conf import fake_driver
 from common.conf import image
@@ -42,7 +43,8 @@ _MODULES = (default, database, conductor, compute, scheduler, upgrade_levels,
             serial_console,
             shutdown,
             availability_zone,
-            network)
+            network,
+            dhcp)
 
 
 def register_all(conf):

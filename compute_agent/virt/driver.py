@@ -134,7 +134,21 @@ class ComputeDriver(abc.ABC):
     def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None):
         """Define and start a domain from ``image_ref`` with ``flavor``;
         ``config_drive``: the path of an ISO to attach read-only as a
-        CD-ROM (the agent's, compute_agent/configdrive.py), or None."""
+        CD-ROM (the agent's, compute_agent/configdrive.py), or None.
+        A driver that gives guests network cards adds a keyword-only
+        ``ports=()``: the task's ports (:mod:`compute_agent.net.ports`),
+        one card each, in order, kept with the domain (see
+        :meth:`domain_ports`); the agent passes it only to drivers that
+        take it (:func:`compute_agent.tasks.takes`)."""
+
+    def domain_ports(self, uuid=None):
+        """{uuid: [port dict]} of the domains on this host that have
+        ports, as their build or rebuild gave them (or of ``uuid`` alone:
+        {} when it is gone). The host's DHCP entries are made from this,
+        so they follow whatever the domains carry: builds, deletes,
+        migrations in and out, an agent restart. A driver without ports
+        has none."""
+        return {}
 
     @abc.abstractmethod
     def destroy(self, uuid):
@@ -174,7 +188,9 @@ class ComputeDriver(abc.ABC):
 
     def rebuild(self, uuid, *, image_ref, config_drive=None):
         """A new root disk from ``image_ref``; ``config_drive`` as in
-        :meth:`spawn` (the rebuilt one)."""
+        :meth:`spawn` (the rebuilt one). A driver with ports adds
+        ``ports=None``: the task's ports replace the domain's; None (the
+        task carried none: an older conductor) keeps them."""
         self._unsupported('rebuild')
 
     def resize(self, uuid, *, flavor):

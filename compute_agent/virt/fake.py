@@ -19,7 +19,9 @@ A domain's record (``domains/<uuid>.json``)::
 
     {uuid, name, power_state, reason, flavor, previous_flavor, image_ref,
      rescued, rescue_image_ref, snapshots, seq, last_op, broken_by,
-     updated_at, rescue_password_sha256, snapshot_ids (when set)}
+     updated_at, rescue_password_sha256, snapshot_ids (when set),
+     ports (the build's ports, checked: what the libvirt driver makes
+     ``<interface>`` elements of; moves with a migration)}
 
 and the host's faults (in ``host.json``)::
 
@@ -51,6 +53,7 @@ import time
 from common import states
 from common.states import power
 from compute_agent.virt import consolelog
+from compute_agent.net import ports as net_ports
 from compute_agent.virt import driver
 from compute_agent.virt import fake_store
 from compute_agent.virt.driver import VirtError
@@ -341,11 +344,24 @@ class FakeDriver(driver.ComputeDriver):
 
     # --- lifecycle --------------------------------------------------------------
 
-    def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None):
+    def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None,
+              ports=()):
+        rec = _new_record(uuid, name, flavor, image_ref)
+        rec['ports'] = net_ports.checked(ports)
         # the config drive's path, as a libvirt domain's CD-ROM would hold it
-        self._run('spawn', uuid, new=dict(
-            _new_record(uuid, name, flavor, image_ref),
-            config_drive=config_drive))
+        rec['config_drive'] = config_drive
+        self._run('spawn', uuid, new=rec)
+
+    def domain_ports(self, uuid=None):
+        """{uuid: [port]} of the host's domains that have ports (or of
+        ``uuid`` alone: {} when it is gone or has none)."""
+        if uuid is not None:
+            rec = self.store.domain(uuid)
+            recs = {} if rec is None else {uuid: rec}
+        else:
+            recs = self.store.domains()
+        return {u: rec['ports'] for u, rec in recs.items()
+                if rec.get('ports')}
 
     def destroy(self, uuid):
         self._prelude('destroy', uuid)
@@ -388,9 +404,12 @@ class FakeDriver(driver.ComputeDriver):
             rescued=False, rescue_image_ref=None,
             rescue_password_sha256=None))
 
-    def rebuild(self, uuid, *, image_ref, config_drive=None):
-        self._run('rebuild', uuid, lambda rec: rec.update(
-            image_ref=image_ref, config_drive=config_drive))
+    def rebuild(self, uuid, *, image_ref, config_drive=None, ports=None):
+        """``ports`` replace the domain's; None keeps them."""
+        change = {'image_ref': image_ref, 'config_drive': config_drive}
+        if ports is not None:
+            change['ports'] = net_ports.checked(ports)
+        self._run('rebuild', uuid, lambda rec: rec.update(change))
 
     def resize(self, uuid, *, flavor):
         self._run('resize', uuid, lambda rec: rec.update(

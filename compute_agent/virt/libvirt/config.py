@@ -9,11 +9,20 @@ powered itself off or crashed stays defined *and active* until the agent
 has reported it and destroys it (:mod:`.preserve`).
 
 Each domain carries Tristate's view of it in ``<metadata>`` (instance name,
-flavor, image), so resize, rescue and rebuild can regenerate or edit the
-definition without asking the conductor. The domain's libvirt name is
+flavor, image, and its ports as the build task gave them, JSON in
+``<tristate:ports>``), so resize, rescue and rebuild can regenerate or edit
+the definition without asking the conductor, and the host's DHCP service
+(:mod:`compute_agent.net.dhcp`) can rebuild its entries from the domains
+alone after a restart or a migration. Ports become ``<interface>``
+elements (:func:`_interfaces`): on KVM/QEMU a virtio card with the port's
+MAC on the network's Linux bridge or libvirt network, with its MTU; on Xen
+the same without a model (libxl gives an HVM guest an emulated card and a
+PV one, the guest's PV driver takes over) and without ``<mtu>`` (Xen's
+vif-bridge script gives the vif the bridge's MTU). The domain's libvirt name is
 ``tristate-<uuid>``: instance names need not be unique, domain names must.
 """
 
+import json
 import string
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
@@ -50,6 +59,7 @@ $cpu
   <on_crash>destroy</on_crash>
   <devices>
 $disks
+$interfaces
 $serial
     <channel type='unix'>
       <target type='virtio' name='org.qemu.guest_agent.0'/>
@@ -81,6 +91,7 @@ $metadata
   <on_crash>preserve</on_crash>
   <devices>
 $disks
+$interfaces
     <serial type='pty'/>
     <console type='pty'/>
   </devices>
@@ -112,14 +123,14 @@ _METADATA = string.Template("""\
       <tristate:name>$name</tristate:name>
       <tristate:flavor name=$flavor_name vcpus='$vcpus' memory_mb='$memory_mb'
                        disk_gb='$disk_gb'/>
-      <tristate:image ref=$image_ref/>
+      <tristate:image ref=$image_ref/>$ports
     </tristate:instance>""" % NAMESPACE)
 
-# virt_type: (template, disk device prefix, disk bus)
+# virt_type: (template, disk device prefix, disk bus, NIC model or None)
 _FLAVOURS = {
-    'kvm': (KVM_TEMPLATE, 'vd', 'virtio'),
-    'qemu': (KVM_TEMPLATE, 'vd', 'virtio'),
-    'xen': (XEN_TEMPLATE, 'xvd', 'xen'),
+    'kvm': (KVM_TEMPLATE, 'vd', 'virtio', 'virtio'),
+    'qemu': (KVM_TEMPLATE, 'vd', 'virtio', 'virtio'),
+    'xen': (XEN_TEMPLATE, 'xvd', 'xen', None),
 }
 
 
@@ -129,13 +140,15 @@ def domain_name(uuid):
 
 def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
                arch='x86_64', cpu_mode='host-model', config_drive=None,
-               console_log=None, serial_tcp=None):
+               console_log=None, serial_tcp=None, ports=()):
     """The domain XML. ``disks``: [(path, format)], the boot disk first;
     ``config_drive``: an ISO's path, attached read-only as a CD-ROM.
     ``console_log``: the file the serial console is logged to (KVM/QEMU);
     ``serial_tcp``: (address, port) of the serial console's TCP listener,
-    or None for a pty (see :func:`serial_xml`)."""
-    template, prefix, bus = _FLAVOURS[virt_type]
+    or None for a pty (see :func:`serial_xml`). ``ports``: checked port
+    dicts (:func:`compute_agent.net.ports.checked`), one ``<interface>``
+    each, in order."""
+    template, prefix, bus, nic_model = _FLAVOURS[virt_type]
     cdrom = ''
     if config_drive:
         dev, cd_bus = _CDROM_TARGETS[virt_type]
@@ -145,7 +158,8 @@ def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
         serial=serial_xml(console_log, serial_tcp),
         virt_type=virt_type, domain_name=domain_name(uuid), uuid=uuid,
         title=escape(name), arch=escape(arch),
-        metadata=_metadata(name, flavor, image_ref),
+        metadata=_metadata(name, flavor, image_ref, ports),
+        interfaces=_interfaces(ports, nic_model, mtu=virt_type != 'xen'),
         memory_mb=int(flavor.memory_mb), vcpus=int(flavor.vcpus),
         cpu=("  <cpu mode='%s'/>" % cpu_mode
              if virt_type == 'kvm' and cpu_mode != 'none' else ''),
@@ -192,11 +206,39 @@ def serial_tcp_of(xml):
     return None
 
 
-def _metadata(name, flavor, image_ref):
+def _metadata(name, flavor, image_ref, ports):
     return _METADATA.substitute(
         name=escape(name), flavor_name=quoteattr(flavor.name),
         vcpus=int(flavor.vcpus), memory_mb=int(flavor.memory_mb),
-        disk_gb=int(flavor.disk_gb), image_ref=quoteattr(image_ref))
+        disk_gb=int(flavor.disk_gb), image_ref=quoteattr(image_ref),
+        ports=('\n      <tristate:ports>%s</tristate:ports>'
+               % escape(json.dumps(list(ports), sort_keys=True))
+               if ports else ''))
+
+
+def _interfaces(ports, model, *, mtu):
+    """One ``<interface>`` per port: on its network's Linux bridge, else
+    on its libvirt network."""
+    return '\n'.join(_interface(port, model, mtu) for port in ports)
+
+
+def _interface(port, model, with_mtu):
+    network = port['network']
+    if network.get('bridge'):
+        kind, source = 'bridge', "<source bridge=%s/>" % quoteattr(
+            network['bridge'])
+    else:
+        kind, source = 'network', "<source network=%s/>" % quoteattr(
+            network['libvirt_network'])
+    lines = ["    <interface type='%s'>" % kind,
+             '      <mac address=%s/>' % quoteattr(port['mac']),
+             '      ' + source]
+    if model:
+        lines.append("      <model type='%s'/>" % model)
+    if with_mtu and network.get('mtu'):
+        lines.append("      <mtu size='%d'/>" % int(network['mtu']))
+    lines.append('    </interface>')
+    return '\n'.join(lines)
 
 
 # --- reading and editing a definition -------------------------------------------
@@ -212,6 +254,30 @@ def instance_of(xml):
                     int(fl.get('memory_mb')), int(fl.get('disk_gb')))
     return (inst.findtext('t:name', '', _NS), flavor,
             inst.find('t:image', _NS).get('ref'))
+
+
+def ports_of(xml):
+    """The ports a definition's metadata carries (a list of dicts, as the
+    build task gave them); [] for a definition without any."""
+    root = ElementTree.fromstring(xml)
+    text = root.findtext('metadata/t:instance/t:ports', None, _NS)
+    return json.loads(text) if text else []
+
+
+def interfaces_of(xml):
+    """[(type, source, mac, model or None, mtu or None)] of the
+    definition's ``<interface>`` elements, in order."""
+    root = ElementTree.fromstring(xml)
+    found = []
+    for nic in root.findall('devices/interface'):
+        source = nic.find('source')
+        model, mtu = nic.find('model'), nic.find('mtu')
+        found.append((nic.get('type'),
+                      source.get('bridge') or source.get('network'),
+                      nic.find('mac').get('address'),
+                      None if model is None else model.get('type'),
+                      None if mtu is None else int(mtu.get('size'))))
+    return found
 
 
 def lifecycle_actions(xml):

@@ -29,6 +29,7 @@ import os
 import libvirt
 
 from common.states import power
+from compute_agent.net import ports as net_ports
 from compute_agent.virt.driver import NotSupported
 from compute_agent.virt.driver import VirtError
 from compute_agent.virt.libvirt import config
@@ -61,9 +62,10 @@ class DetourOps:
         return inst
 
     def _definition(self, dom, xml, *, flavor=None, image_ref=None,
-                    disks=None, config_drive=_KEEP):
+                    disks=None, config_drive=_KEEP, ports=None):
         """``dom``'s definition regenerated from ``xml``, with changes (its
-        config drive kept unless ``config_drive`` says another, or None)."""
+        config drive kept unless ``config_drive`` says another, or None;
+        its ports kept unless ``ports`` is given)."""
         name, old_flavor, old_image = self._instance(dom, xml)
         if config_drive is _KEEP:
             config_drive = config.config_drive_of(xml)
@@ -74,7 +76,8 @@ class DetourOps:
             arch=self.arch, cpu_mode=self.cpu_mode,
             config_drive=config_drive,
             console_log=self._console_log(dom.UUIDString()),
-            serial_tcp=config.serial_tcp_of(xml))
+            serial_tcp=config.serial_tcp_of(xml),
+            ports=config.ports_of(xml) if ports is None else ports)
 
     def _roll_back(self, dom, xml, was_running, what, err):
         """Put definition ``xml`` back, running as before; always raises."""
@@ -145,13 +148,18 @@ class DetourOps:
 
     # --- rebuild ----------------------------------------------------------------
 
-    def rebuild(self, uuid, *, image_ref, image=None, config_drive=None):
+    def rebuild(self, uuid, *, image_ref, image=None, config_drive=None,
+                ports=None):
+        """``ports``: the task's ports, which replace the domain's; None
+        (a conductor that sends none) keeps those it has."""
+        if ports is not None:
+            ports = net_ports.checked(ports)
         self._cleanup_before_allocation()
         with self._image(image_ref, image) as base:
             self._op('rebuild', uuid, lambda dom: self._rebuild(
-                dom, image_ref, base, config_drive))
+                dom, image_ref, base, config_drive, ports))
 
-    def _rebuild(self, dom, image_ref, image, config_drive=None):
+    def _rebuild(self, dom, image_ref, image, config_drive=None, ports=None):
         files = self._files(dom.UUIDString())
         xml = _inactive_xml(dom)
         _name, flavor, _image = self._instance(dom, xml)
@@ -166,7 +174,7 @@ class DetourOps:
             os.replace(files.disk + '.new', files.disk)
             dom = dom.connect().defineXML(self._definition(
                 dom, xml, image_ref=image_ref, disks=[(files.disk, fmt)],
-                config_drive=config_drive))
+                config_drive=config_drive, ports=ports))
             if was_running:
                 self._start(dom)
         except (libvirt.libvirtError, OSError) as err:

@@ -34,6 +34,7 @@ import libvirt
 
 from common.states import power
 from compute_agent.virt import consolelog
+from compute_agent.net import ports as net_ports
 from compute_agent.virt import driver
 from compute_agent.virt.driver import DomainInfo
 from compute_agent.virt.driver import VirtError
@@ -433,23 +434,49 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
     # --- lifecycle --------------------------------------------------------------
 
     def spawn(self, uuid, *, name, flavor, image_ref, image=None,
-              config_drive=None):
+              config_drive=None, ports=()):
         """``image``: the cached image (:class:`~compute_agent.imagecache.
         CachedImage`) the agent fetched for ``image_ref``; without it, the
-        driver's own ``images`` source is asked (tests)."""
+        driver's own ``images`` source is asked (tests). ``ports``: the
+        task's ports (one ``<interface>`` each, kept in the metadata)."""
+        ports = net_ports.checked(ports)
         self._cleanup_before_allocation()
         try:
             with self._image(image_ref, image) as base, \
                     self._book.busy(uuid):
                 self.connection.run(lambda conn: self._spawn(
-                    conn, uuid, name, flavor, image_ref, base, config_drive),
+                    conn, uuid, name, flavor, image_ref, base, config_drive,
+                    ports),
                     retry=False)
         except libvirt.libvirtError as err:
             raise VirtError('spawn of domain %s on host %s failed: %s'
                             % (uuid, self.host, err)) from None
 
+    def domain_ports(self, uuid=None):
+        """{uuid: [port]} of every domain on the host that carries ports
+        in its metadata (or of ``uuid`` alone; {} when it is gone)."""
+        def read(conn):
+            if uuid is not None:
+                dom = self._lookup(conn, uuid)
+                doms = [] if dom is None else [dom]
+            else:
+                doms = conn.listAllDomains()
+            found = {}
+            for dom in doms:
+                try:
+                    ports = config.ports_of(dom.XMLDesc(
+                        libvirt.VIR_DOMAIN_XML_INACTIVE))
+                except libvirt.libvirtError as err:
+                    if _code(err) != libvirt.VIR_ERR_NO_DOMAIN:
+                        raise
+                    continue
+                if ports:
+                    found[dom.UUIDString()] = ports
+            return found
+        return self.connection.run(read)
+
     def _spawn(self, conn, uuid, name, flavor, image_ref, image,
-               config_drive=None):
+               config_drive=None, ports=()):
         if self._lookup(conn, uuid) is not None:
             raise VirtError('domain %s already exists on host %s'
                             % (uuid, self.host))
@@ -465,7 +492,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                     cpu_mode=self.cpu_mode, disks=[(files.disk, fmt)],
                     config_drive=config_drive,
                     console_log=self._console_log(uuid),
-                    serial_tcp=self._serial_tcp(conn)))
+                    serial_tcp=self._serial_tcp(conn), ports=ports))
             self._start(dom)
         except BaseException:
             self._forget_domain(dom)
