@@ -260,7 +260,7 @@ def test_change_password_answers_once_the_guest_took_it(api, plane):
                     {'changePassword': {'adminPass': 's3cret'}})
     assert resp.status_code == 202, resp.get_json()
     log = api.get('/servers/%s/os-instance-actions' % server['id'])
-    assert log.get_json()['instanceActions'][0]['action'] == 'set_password'
+    assert log.get_json()['instanceActions'][0]['action'] == 'changePassword'
     assert api.server(server['id'])['OS-EXT-STS:task_state'] is None
 
 
