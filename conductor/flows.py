@@ -70,7 +70,8 @@ def _locking_name(changes):
     """The name the lock check knows a change by (common/actions.py)."""
     if 'lock' in changes:
         return 'lock' if changes['lock']['locked'] else 'unlock'
-    if set(changes) <= {'name', 'description', 'tags'}:
+    if set(changes) <= {'name', 'description', 'tags', 'access_ip_v4',
+                        'access_ip_v6'}:
         # Nova locks neither PUT /servers/{id} nor the tags
         return 'tags' if set(changes) == {'tags'} else 'rename'
     return 'update'
@@ -78,7 +79,8 @@ def _locking_name(changes):
 
 _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'tags': list, 'boot_reservation_id': str,
-                      'launch_index': int}
+                      'launch_index': int, 'access_ip_v4': str,
+                      'access_ip_v6': str}
 
 
 def _create_attributes(attributes, metadata_items):

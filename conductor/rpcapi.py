@@ -42,6 +42,10 @@ Version history:
   ``attributes`` (description, user metadata, tags, the boot request's
   reservation id and launch index); tenant_usage_page (API tier: Nova's
   usage paging from 2.40, ``marker``/``limit`` over instances).
+* 1.12 - create_instance's ``attributes`` and update_attributes'
+  ``changes`` take ``access_ip_v4``/``access_ip_v6`` (API tier: Nova's
+  accessIPv4/accessIPv6, data the user sets); a conductor before 1.12
+  refuses the keys, so they are not sent below it.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -53,7 +57,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.8'
+VERSION = '1.12'
 BASE_VERSION = '1.0'
 
 
@@ -119,10 +123,19 @@ class ConductorAPI:
         if attributes:                      # 1.8
             self._need('1.8', 'a server\'s description, metadata, tags or '
                        'min_count/max_count')
-            kwargs.update(version='1.8', attributes=attributes)
+            kwargs.update(version=self._access_ips(attributes, '1.8'),
+                          attributes=attributes)
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)
+
+    def _access_ips(self, values, version):
+        """1.12 when ``values`` set accessIPv4/accessIPv6, else
+        ``version``."""
+        if {'access_ip_v4', 'access_ip_v6'} & set(values):
+            self._need('1.12', 'a server\'s accessIPv4/accessIPv6')
+            return '1.12'
+        return version
 
     def can_send(self, version):
         """Whether calls of ``version`` pass ``[upgrade_levels]``."""
@@ -198,7 +211,8 @@ class ConductorAPI:
         """1.8: change a server's name, description, user metadata, tags
         or lock (see common/db/attributes.py for ``changes``)."""
         self._need('1.8', 'changing a server\'s metadata, tags or lock')
-        return self._call(ctx, 'update_attributes', version='1.8',
+        return self._call(ctx, 'update_attributes',
+                          version=self._access_ips(changes, '1.8'),
                           instance_uuid=instance_uuid, changes=changes)
 
     def reset_state(self, ctx, instance_uuid, state):

@@ -109,7 +109,8 @@ def _console_output(inst):
 
 def _rebuild_changes(body):
     """What a rebuild changes besides the image: its name, description
-    (2.19) and metadata (all of it replaced, as Nova); checked before the
+    (2.19), metadata (all of it replaced, as Nova) and access addresses;
+    checked before the
     claim. ``adminPass`` is refused: the rebuilt guest has no agent."""
     if 'adminPass' in body:
         raise exception.Invalid(
@@ -129,8 +130,8 @@ def _rebuild_changes(body):
             'Quota exceeded for metadata_items: Requested %d, but the limit '
             'is %d. Maximum number of metadata items exceeds %d'
             % (len(user), limit, limit))
-    return {k: body[k] for k in ('name', 'description', 'metadata')
-            if k in body}
+    return dict({k: body[k] for k in ('name', 'description', 'metadata')
+                 if k in body}, **schemas.access_ips(body))
 
 
 def _rebuild_attributes(inst, changes, after):
@@ -145,7 +146,7 @@ def _rebuild_attributes(inst, changes, after):
                                                    inst['uuid'])
     return dict(after, **{k: fresh.get(k) for k in (
         'name', 'description', 'metadata', 'user_shutdown_policy',
-        'crash_policy', 'updated_at')})
+        'crash_policy', 'updated_at', 'access_ip_v4', 'access_ip_v6')})
 
 
 def _rescue_password(client, params):

@@ -134,7 +134,9 @@ _HONOURED = frozenset(_EXACT) | {
     'status', 'name', 'vm_state', 'deleted', 'changes-since',
     'changes-before', 'all_tenants', 'limit', 'marker', 'sort_key',
     'sort_dir', 'tags', 'tags-any', 'not-tags', 'not-tags-any', 'locked',
-    'reservation_id', 'launch_index'}
+    'reservation_id', 'launch_index', 'access_ip_v4', 'access_ip_v6'}
+# Matched as regular expressions on the column, as Nova's database does.
+_REGEX = ('access_ip_v4', 'access_ip_v6')
 # Refused until the issue that builds what they filter on lands.
 _NETWORKING = ('ip', 'ip6')
 
@@ -173,7 +175,14 @@ def _filters(query, version):
     if query.get('name', [''])[-1]:
         pattern = patterns.compile_filter('name', query['name'][-1])
         checks.append(lambda inst, body: pattern.search(body['name']))
+    checks += [_regex(name, query[name][-1]) for name in _REGEX
+               if name in query]
     return checks + _changes(query)
+
+
+def _regex(column, value):
+    pattern = patterns.compile_filter(column, value)
+    return lambda inst, body: pattern.search(inst.get(column) or '')
 
 
 def _page(bodies, args, max_limit):
@@ -279,12 +288,13 @@ def show(server_id):
 def update(server_id):
     """Rename: Nova's ``PUT /servers/{id}``, answered with the server."""
     body = request.json_body(schemas.UPDATE_SERVER)['server']
-    refuse_unbuilt(body, {k: _UNBUILT[k] for k in (
-        'accessIPv4', 'accessIPv6', 'OS-DCF:diskConfig')})
+    refuse_unbuilt(body, {'OS-DCF:diskConfig': _UNBUILT['OS-DCF:diskConfig']})
     _attributes({k: v for k, v in body.items() if k == 'description'})
     inst = request.get_server(server_id, rule='tristate:servers:update')
-    if 'description' in body:
-        changes = {k: body[k] for k in ('name', 'description') if k in body}
+    changes = schemas.access_ips(body)
+    if 'description' in body or changes:
+        changes.update({k: body[k] for k in ('name', 'description')
+                        if k in body})
         inst = request.services().client.update_attributes(
             request.context(), inst['uuid'], changes)
     elif 'name' in body and body['name'] != inst['name']:
@@ -341,8 +351,6 @@ def _check_root_disk(body, image_ref):
 # ``OS-DCF:diskConfig`` are what Tristate does.)
 _UNBUILT = {'networks': 'guest networking (issue 23)',
             'security_groups': 'guest networking (issue 23)',
-            'accessIPv4': 'guest networking (issue 23)',
-            'accessIPv6': 'guest networking (issue 23)',
             'key_name': 'guest access (issue 24)',
             'user_data': 'guest access (issue 24)',
             'config_drive': 'guest access (issue 24)',
@@ -376,7 +384,8 @@ _SINCE = {'description': microversion.APIVersion(2, 19),
 
 
 def _attributes(body):
-    """The new server's description, user metadata and tags."""
+    """The new server's description, user metadata, tags and access
+    addresses."""
     for field, since in _SINCE.items():
         if field in body and request.version() < since:
             raise exception.Invalid(
@@ -387,6 +396,7 @@ def _attributes(body):
             if k not in views.POLICY_KEYS.values()}
     found = {'metadata': meta} if meta else {}
     found.update({k: body[k] for k in ('description', 'tags') if k in body})
+    found.update(schemas.access_ips(body))
     return found
 
 

@@ -58,7 +58,8 @@ CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'vcpus', 'memory_mb', 'disk_gb', 'image_ref',
                             'user_shutdown_policy', 'crash_policy',
                             'description', 'metadata', 'tags',
-                            'boot_reservation_id', 'launch_index'})
+                            'boot_reservation_id', 'launch_index',
+                            'access_ip_v4', 'access_ip_v6'})
 # Claims checked against the project's quota (the others hold what they held).
 QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,

@@ -105,6 +105,10 @@ class Instance(Base):
                                                             index=True)
     launch_index: Mapped[int] = mapped_column(Integer, default=0,
                                               server_default='0')
+    # Nova's accessIPv4/accessIPv6: addresses the user sets and reads
+    # back; nothing acts on them (as in Nova).
+    access_ip_v4: Mapped[str | None] = mapped_column(String(39))
+    access_ip_v6: Mapped[str | None] = mapped_column(String(39))
 
 
 class Host(Base):
