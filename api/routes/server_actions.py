@@ -25,9 +25,14 @@ DESCRIPTION = microversion.APIVersion(2, 19)
 
 # --- actions ---------------------------------------------------------------------
 
-def _parse_action():
+def _parse_action(server_id):
     raw = request.json_body({'type': 'object'})
-    if len(raw) != 1 or next(iter(raw)) not in actions.ACTIONS:
+    if len(raw) == 1 and next(iter(raw)) in actions.UNBUILT:
+        _refuse_unbuilt(server_id, actions.UNBUILT[next(iter(raw))])
+    if len(raw) == 1 and next(iter(raw)) not in actions.ACTIONS:
+        raise exception.Invalid('There is no such action: %s'
+                                % next(iter(raw)))
+    if len(raw) != 1:
         raise exception.Invalid(
             'The action body must have exactly one key, one of %s; got %s'
             % (', '.join(sorted(actions.ACTIONS)),
@@ -39,9 +44,27 @@ def _parse_action():
     return spec, raw[key]
 
 
+def _refuse_unbuilt(server_id, unbuilt):
+    """Nova's action that Tristate does not carry out yet: Nova's 404
+    outside the microversions it serves it at or for a server the caller
+    cannot see, else a 400 (410 for one Nova removed) saying so."""
+    version = request.version()
+    if version < microversion.APIVersion(*unbuilt.since) or (
+            unbuilt.until and version > microversion.APIVersion(
+                *unbuilt.until)):
+        raise exception.NotFound('The resource could not be found.')
+    request.get_server(server_id)
+    if unbuilt.status == 410:
+        raise exception.Gone('%s: Nova removed this action; Tristate does '
+                             'not have it' % unbuilt.key)
+    raise exception.Invalid(
+        'The %s action is not supported yet: Tristate does not do %s'
+        % (unbuilt.key, unbuilt.what))
+
+
 @bp.post('/action')
 def action(server_id):
-    spec, body = _parse_action()
+    spec, body = _parse_action(server_id)
     name, params = spec.resolve(body)
     if spec.kind == actions.DELETE:
         servers.hard_delete(server_id)
