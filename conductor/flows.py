@@ -83,9 +83,11 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'access_ip_v6': str}
 
 
-def _create_attributes(attributes, metadata_items):
+def _create_attributes(attributes, metadata_limit):
     """The new instance's description, user metadata, tags, boot
-    reservation and launch index, checked (RPC 1.8)."""
+    reservation, launch index and access addresses, checked (RPC 1.8,
+    1.12); ``metadata_limit()``: the project's metadata_items, read only
+    when there is metadata."""
     attributes = dict(attributes or {})
     for key, value in attributes.items():
         kind = _CREATE_ATTRIBUTES.get(key)
@@ -95,6 +97,7 @@ def _create_attributes(attributes, metadata_items):
                        'of the right type' % (key, ', '.join(
                            sorted(_CREATE_ATTRIBUTES))))
     meta = attributes.get('metadata', {})
+    metadata_items = metadata_limit() if meta else -1
     if 0 <= metadata_items < len(meta):
         raise exception.QuotaExceeded(
             'Quota exceeded for metadata_items: Requested %d, but the limit '
@@ -140,8 +143,8 @@ class Flows:
     def create(self, ctx, *, name, flavor, image_ref, policies,
                reservation_id=None, attributes=None):
         validate_name(name)
-        attributes = _create_attributes(attributes,
-                                        self.conf.quota.metadata_items)
+        attributes = _create_attributes(
+            attributes, lambda: self.db.metadata_items(ctx.project_id))
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
@@ -334,7 +337,7 @@ class Flows:
                     action='unlocking a server an admin locked (admin only)')
         before, after = self.db.update_attributes(
             instance_uuid, changes, check=check,
-            metadata_items=self.conf.quota.metadata_items)
+            metadata_items=None)
         if 'name' in changes:
             self.gateway.notify_renamed(ctx, before, after)
         return after

@@ -13,6 +13,7 @@ from api.routes import server_attrs
 from api.routes import servers
 from common import actions as table
 from common import exception
+from common.db import quotas
 
 bp = flask.Blueprint('server_actions', __name__,
                      url_prefix='/v2.1/servers/<server_id>')
@@ -78,7 +79,7 @@ def action(server_id):
         return _console_output(inst)
     table.refuse_if_locked(inst, ctx, name)
     if name == 'rebuild':
-        changes = _rebuild_changes(body)
+        changes = _rebuild_changes(inst, body)
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
@@ -130,7 +131,7 @@ def _console_output(inst):
     raise exception.NotFound('Guest does not have a console available.')
 
 
-def _rebuild_changes(body):
+def _rebuild_changes(inst, body):
     """What a rebuild changes besides the image: its name, description
     (2.19), metadata (all of it replaced, as Nova) and access addresses;
     checked before the
@@ -145,9 +146,11 @@ def _rebuild_changes(body):
             "Invalid input for field/attribute rebuild.description. "
             "Additional properties are not allowed ('description' was "
             "unexpected: it needs microversion 2.19 or later)")
-    limit = request.services().conf.quota.metadata_items
     user = [k for k in body.get('metadata', {})
             if k not in views.POLICY_KEYS.values()]
+    svc = request.services()
+    limit = svc.client.statedb.metadata_items(
+        inst['project_id'], quotas.Settings.from_conf(svc.conf)) if user else -1
     if 0 <= limit < len(user):
         raise exception.QuotaExceeded(
             'Quota exceeded for metadata_items: Requested %d, but the limit '

@@ -50,7 +50,8 @@ opts = [
                help='User metadata items (key/value pairs) one server may '
                     'have; more is refused with Nova\'s 403. Range >= -1; '
                     'default 128 (Nova\'s); -1 means unlimited, 0 that a '
-                    'server may have none. Not settable per project yet.'),
+                    'server may have none. A project\'s quota set or the '
+                    'default quota class (metadata_items) overrides it.'),
     cfg.BoolOpt('count_pending', default=True,
                 help='Whether an idle PENDING or ERROR instance (a build '
                      'that found no host or failed) keeps counting against '

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from common import exception
 from common.db import models
+from common.db import quota_classes
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
@@ -104,7 +105,8 @@ class AttributesMixin:
         """Apply ``changes`` (see the module) to one instance; returns
         ``(before, after)``. ``check(before)`` runs on the row read for
         update, before any change, and may raise to refuse (the owner, the
-        lock). A hard-deleted instance is not found."""
+        lock). A hard-deleted instance is not found. ``metadata_items``
+        None: the instance's project's limit (its quota set's)."""
         validate(changes)
 
         def txn(conn):
@@ -113,8 +115,12 @@ class AttributesMixin:
                 raise exception.InstanceNotFound(instance=instance_uuid)
             if check is not None:
                 check(before)
-            values = new_values(before, changes,
-                                metadata_items=metadata_items)
+            limit = metadata_items
+            if limit is None:
+                limit = (quota_classes.project_values(
+                    conn, before['project_id'], self.quota)['metadata_items']
+                    if 'metadata' in changes else -1)
+            values = new_values(before, changes, metadata_items=limit)
             values['updated_at'] = self.clock()
             conn.execute(sa.update(I).where(I.c.uuid == instance_uuid)
                          .values({I.c[k]: v for k, v in values.items()}))

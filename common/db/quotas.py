@@ -89,12 +89,15 @@ class Settings:
     defaults: dict = dataclasses.field(
         default_factory=lambda: dict.fromkeys(LIMITS, UNLIMITED))
     count_pending: bool = True
+    # user metadata items per server, unless a quota class or the project
+    # says otherwise (common/db/quota_classes.py)
+    metadata_items: int = 128
 
     @classmethod
     def from_conf(cls, conf):
         group = conf.quota
         return cls({r: getattr(group, r) for r in LIMITS},
-                   group.count_pending)
+                   group.count_pending, group.metadata_items)
 
 
 # --- what an instance holds ---------------------------------------------------
