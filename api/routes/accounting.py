@@ -193,6 +193,9 @@ def _next_link(project_id, marker, limit):
 
 @bp.get('/os-simple-tenant-usage')
 def usage_index():
+    if flask.request.path.endswith('/'):
+        # one project's usage with an empty id: Nova's 404, not the list
+        raise exception.NotFound('The resource could not be found.')
     request.authorize('tristate:usage:index')
     detailed = strutils.bool_from_string(
         flask.request.args.get('detailed', '0'))

@@ -126,12 +126,11 @@ def _changes(query):
 
 # The filters Tristate honours: the instance's column each one matches
 # (the last value sent), or None for those handled on their own.
-_EXACT = {'host': 'host', 'node': 'host', 'flavor': 'flavor_name',
-          'image': 'image_ref', 'image_ref': 'image_ref',
+_EXACT = {'host': 'host', 'node': 'host', 'image': 'image_ref', 'image_ref': 'image_ref',
           'project_id': 'project_id', 'tenant_id': 'project_id',
           'user_id': 'user_id', 'uuid': 'uuid'}
 _HONOURED = frozenset(_EXACT) | {
-    'status', 'name', 'vm_state', 'deleted', 'changes-since',
+    'flavor', 'status', 'name', 'vm_state', 'deleted', 'changes-since',
     'changes-before', 'all_tenants', 'limit', 'marker', 'sort_key',
     'sort_dir', 'tags', 'tags-any', 'not-tags', 'not-tags-any', 'locked',
     'reservation_id', 'launch_index', 'access_ip_v4', 'access_ip_v6'}
@@ -161,6 +160,8 @@ def _filters(query, version):
                                 'supported' % (refused[0], refused[0]))
     checks = [_exact(column, query[name][-1])
               for name, column in _EXACT.items() if name in query]
+    if 'flavor' in query:
+        checks.append(_flavor(query['flavor'][-1]))
     if 'status' in query:
         wanted = {s.upper() for s in query['status']}
         checks.append(lambda inst, body: body['status'] in wanted)
@@ -178,6 +179,14 @@ def _filters(query, version):
     checks += [_regex(name, query[name][-1]) for name in _REGEX
                if name in query]
     return checks + _changes(query)
+
+
+def _flavor(flavor_id):
+    """Nova's ``flavor`` filter: the flavor's id (the row keeps its
+    name; a seeded flavor's id is its name)."""
+    ids = request.flavor_ids()
+    return lambda inst, body: ids.get(inst['flavor_name'],
+                                      inst['flavor_name']) == flavor_id
 
 
 def _regex(column, value):
@@ -200,8 +209,7 @@ def _page(bodies, args, max_limit):
         if marker not in ids:
             raise exception.Invalid('marker [%s] not found' % marker)
         bodies = bodies[ids.index(marker) + 1:]
-    limit = limit or max_limit
-    page = bodies[:limit]
+    page = bodies[:limit]       # limit=0: none, as Nova
     links = []
     if len(bodies) > limit and page:
         links.append({'rel': 'next', 'href': _next_link(args, page[-1]['id'],
