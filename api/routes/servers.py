@@ -126,7 +126,8 @@ def _changes(query):
 
 # The filters Tristate honours: the instance's column each one matches
 # (the last value sent), or None for those handled on their own.
-_EXACT = {'host': 'host', 'node': 'host', 'image': 'image_ref', 'image_ref': 'image_ref',
+_EXACT = {'host': 'host', 'node': 'host', 'image': 'image_ref',
+          'image_ref': 'image_ref',
           'project_id': 'project_id', 'tenant_id': 'project_id',
           'user_id': 'user_id', 'uuid': 'uuid'}
 _HONOURED = frozenset(_EXACT) | {
