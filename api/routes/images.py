@@ -104,6 +104,11 @@ def _index(detail):
     for key, prop in PROPERTY_FILTERS.items():
         if args.get(key):
             filters['properties'][prop] = args[key]
+    if args.get('server'):
+        # the server's id, or any of its links (Nova keeps what follows
+        # the last slash)
+        filters['properties']['instance_uuid'] = args['server'].rsplit(
+            '/', 1)[-1]
     limit = _limit(args)
     rows = images_db.list_images(statedb, request.context(), filters=filters,
                                  limit=limit, marker=args.get('marker'))
