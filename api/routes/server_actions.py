@@ -94,6 +94,8 @@ def action(server_id):
                                else None)
         if name == 'rescue':
             params = _rescue_password(client, params)
+        if name == 'live_migrate' and params.get('host'):
+            _known_host(params['host'])
         conf = request.services().conf
         with snapshotimage.queued(conf, ctx, inst, name, params) as params:
             after = client.run_action(ctx, server_id, name, params)
@@ -173,6 +175,12 @@ def _rebuild_attributes(inst, changes, after):
     return dict(after, **{k: fresh.get(k) for k in (
         'name', 'description', 'metadata', 'user_shutdown_policy',
         'crash_policy', 'updated_at', 'access_ip_v4', 'access_ip_v6')})
+
+
+def _known_host(host):
+    """Nova's 400 for a live migration to a host it does not know."""
+    if host not in request.hosts_up():
+        raise exception.Invalid('Compute host %s could not be found.' % host)
 
 
 def _rescue_password(client, params):
