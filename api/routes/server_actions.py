@@ -83,19 +83,7 @@ def action(server_id):
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
-        # What the row just read already denies is refused here, with the
-        # conductor's own answer; the conductor's claim decides the rest.
-        TABLE.refuse_if_denied(inst, name)
-        if params.get('image_ref'):
-            # a rebuild boots it in the instance's flavor; a rescue boots
-            # it beside the instance's disk
-            request.boot_image(params['image_ref'],
-                               inst['flavor_name'] if name == 'rebuild'
-                               else None)
-        if name == 'rescue':
-            params = _rescue_password(client, params)
-        if name == 'live_migrate' and params.get('host'):
-            _known_host(params['host'])
+        params = _checked_task(client, inst, name, params)
         conf = request.services().conf
         with snapshotimage.queued(conf, ctx, inst, name, params) as params:
             after = client.run_action(ctx, server_id, name, params)
@@ -175,6 +163,23 @@ def _rebuild_attributes(inst, changes, after):
     return dict(after, **{k: fresh.get(k) for k in (
         'name', 'description', 'metadata', 'user_shutdown_policy',
         'crash_policy', 'updated_at', 'access_ip_v4', 'access_ip_v6')})
+
+
+def _checked_task(client, inst, name, params):
+    """What the row just read already denies is refused here, with the
+    conductor's own answer; the conductor's claim decides the rest. The
+    task's parameters, ready to send."""
+    TABLE.refuse_if_denied(inst, name)
+    if params.get('image_ref'):
+        # a rebuild boots it in the instance's flavor; a rescue boots it
+        # beside the instance's disk
+        request.boot_image(params['image_ref'],
+                           inst['flavor_name'] if name == 'rebuild' else None)
+    if name == 'rescue':
+        params = _rescue_password(client, params)
+    if name == 'live_migrate' and params.get('host'):
+        _known_host(params['host'])
+    return params
 
 
 def _known_host(host):
