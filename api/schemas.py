@@ -107,7 +107,7 @@ def access_ips(body):
             if key in body}
 
 # A lease's reservation to build on (``reservation`` is Blazar's name);
-# other hints are accepted and ignored.
+# other hints are refused (nothing acts on them): see reservation_hint.
 RESERVATION_ID = {'type': 'string', 'minLength': 1, 'maxLength': 36,
                   'format': PRINTABLE}
 SCHEDULER_HINTS = {'type': 'object',
@@ -116,7 +116,17 @@ SCHEDULER_HINTS = {'type': 'object',
 
 
 def reservation_hint(body):
-    """The reservation a validated POST /servers body asks for, or None."""
+    """The reservation a validated POST /servers body asks for, or None;
+    a 400 naming any other scheduler hint (group, same_host, ...: the
+    scheduler acts on none of them)."""
+    for where in ('os:scheduler_hints', 'OS-SCH-HNT:scheduler_hints'):
+        for hint in sorted(body.get(where) or {}):
+            if hint not in SCHEDULER_HINTS['properties']:
+                raise exception.Invalid(
+                    'Invalid input for field/attribute %s.%s. Value: %s. '
+                    'Not supported: Tristate\'s scheduler acts on the '
+                    'reservation hint only' % (where, hint, _short(
+                        body[where][hint])))
     hints = (body.get('os:scheduler_hints')
              or body.get('OS-SCH-HNT:scheduler_hints') or {})
     return hints.get('reservation_id') or hints.get('reservation')
