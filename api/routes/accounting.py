@@ -4,6 +4,7 @@
     GET /v2.1/os-quota-sets/{project_id}/detail     in_use/limit/reserved
     GET /v2.1/os-quota-sets/{project_id}/defaults   the [quota] defaults
     PUT /v2.1/os-quota-sets/{project_id}            {"quota_set": {...}} (admin)
+    DELETE /v2.1/os-quota-sets/{project_id}         back to the defaults (admin)
     GET /v2.1/os-simple-tenant-usage?start=&end=&detailed=1   (admin)
     GET /v2.1/os-simple-tenant-usage/{project_id}?start=&end=
 
@@ -102,6 +103,14 @@ def update(project_id):
     found = request.services().client.update_quotas(
         request.context(), project_id, values)
     return {'quota_set': views.quota_set(found['limits'], request.version())}
+
+
+@bp.delete('/os-quota-sets/<project_id>')
+def delete(project_id):
+    """Nova's: the project's limits go back to the defaults; 202."""
+    request.authorize('tristate:quotas:update', {'project_id': project_id})
+    request.services().client.statedb.delete_quotas(project_id)
+    return request.no_content(202)
 
 
 def _not_below_usage(project_id, values):

@@ -4,6 +4,8 @@
 follow an instance's state are made in that state change's transaction
 (:meth:`AccountingMixin._accounted`)."""
 
+import sqlalchemy as sa
+
 from common import exception
 from common.db import lease_hosts
 from common.db import quota_classes
@@ -68,6 +70,12 @@ class AccountingMixin:
             quotas.set_limits(conn, project_id, values, self.clock())
         self.db.transaction(txn)
         return self.get_quotas(project_id)
+
+    def delete_quotas(self, project_id):
+        """Drop the project's overrides: its limits are the defaults
+        again (Nova's DELETE os-quota-sets)."""
+        self.db.transaction(lambda conn: conn.execute(sa.delete(
+            quotas.L).where(quotas.L.c.project_id == project_id)))
 
     def metadata_items(self, project_id, settings=None):
         """The user metadata items one server of the project may have;

@@ -82,3 +82,14 @@ def test_a_limit_below_usage_needs_force(url):
         admin.quotas.update(project, instances=0)
     assert admin.quotas.update(project, instances=0, force=True
                                ).instances == 0
+
+
+def test_delete_puts_the_defaults_back(url):
+    project = api_support.new_project().split(':')[-1]
+    admin = _admin(url, '2.1')
+    defaults = admin.quotas.defaults(project)
+    admin.quotas.update(project, instances=3, key_pairs=7, fixed_ips=9)
+    admin.quotas.delete(project)
+    shown = admin.quotas.get(project)
+    for key in ('instances', 'key_pairs', 'fixed_ips'):
+        assert getattr(shown, key) == getattr(defaults, key), key
