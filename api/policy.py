@@ -84,6 +84,10 @@ def list_rules():
         _rule(SERVERS % 'delete', OWNER, 'Delete a server (hard delete).',
               ('DELETE', '/servers/{server_id}'),
               ('POST', '/servers/{server_id}/action (forceDelete)')),
+        _rule(SERVERS % 'diagnostics', ADMIN,
+              'Show what the hypervisor measures of a server (Nova\'s '
+              'os_compute_api:os-server-diagnostics).',
+              ('GET', '/servers/{server_id}/diagnostics')),
         _rule(SERVERS % 'metadata:show', OWNER,
               'Show a server\'s metadata (and its reconcile policies).',
               ('GET', '/servers/{server_id}/metadata'),

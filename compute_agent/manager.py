@@ -161,6 +161,17 @@ class AgentManager:
         LOG.info('Destroying domain %s on request', instance_uuid)
         self.driver.destroy(instance_uuid)
 
+    def get_diagnostics(self, ctx, instance_uuid):
+        """1.4: the driver's diagnostics of the domain; None when there
+        is no such domain here, ``{'error': why}`` when the driver could
+        not read them."""
+        try:
+            return self.driver.get_diagnostics(instance_uuid)
+        except virt.DomainNotFound:
+            return None
+        except virt.VirtError as err:
+            return {'error': str(err)}
+
     # --- running a task ------------------------------------------------------------
 
     def _run(self, ctx, inst, action, params, handler):

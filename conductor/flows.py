@@ -13,6 +13,7 @@ import logging
 from common import actions
 from common import exception
 from common import flavors
+from common import rpc
 from common import states
 from common.db import attributes as attributes_db
 from conductor import delivery
@@ -318,6 +319,29 @@ class Flows:
         return self.db.set_policies(instance_uuid,
                                     user_shutdown=policies.get('user_shutdown'),
                                     crash=policies.get('crash'))
+
+    def get_diagnostics(self, ctx, instance_uuid):
+        """The diagnostics the instance's host reads of its domain (RPC
+        1.12, agent 1.4): Nova's 409 when it is on no host or the host has
+        no domain for it, 503 when the host does not answer."""
+        inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
+        if not inst['host']:
+            raise exception.Conflict('Instance %s is not ready: it is on no '
+                                     'host' % instance_uuid)
+        try:
+            found = self.compute.get_diagnostics(
+                ctx, host=inst['host'], instance_uuid=instance_uuid,
+                timeout=self.conf.conductor.task_delivery_timeout)
+        except rpc.MessagingTimeout:
+            raise exception.ServiceUnavailable(
+                reason='host %s did not answer for the diagnostics of %s'
+                % (inst['host'], instance_uuid)) from None
+        if found is None or 'error' in found:
+            raise exception.Conflict(
+                'Instance %s has no diagnostics on host %s: %s' % (
+                    instance_uuid, inst['host'], 'no domain' if found is None
+                    else found['error']))
+        return found
 
     def update_attributes(self, ctx, instance_uuid, changes):
         """Name, description, user metadata, tags or the lock of one

@@ -45,7 +45,9 @@ Version history:
 * 1.12 - create_instance's ``attributes`` and update_attributes'
   ``changes`` take ``access_ip_v4``/``access_ip_v6`` (API tier: Nova's
   accessIPv4/accessIPv6, data the user sets); a conductor before 1.12
-  refuses the keys, so they are not sent below it.
+  refuses the keys, so they are not sent below it. get_diagnostics (API
+  tier: what the instance's host reads of its domain, through compute
+  agent RPC 1.4).
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -214,6 +216,12 @@ class ConductorAPI:
         return self._call(ctx, 'update_attributes',
                           version=self._access_ips(changes, '1.8'),
                           instance_uuid=instance_uuid, changes=changes)
+
+    def get_diagnostics(self, ctx, instance_uuid):
+        """1.12: the instance's diagnostics from its host's driver."""
+        self._need('1.12', 'server diagnostics')
+        return self._call(ctx, 'get_diagnostics', version='1.12',
+                          instance_uuid=instance_uuid)
 
     def reset_state(self, ctx, instance_uuid, state):
         return self._call(ctx, 'reset_state', instance_uuid=instance_uuid,
