@@ -151,6 +151,11 @@ def _catalogue_rules():
               ('GET', '/os-services'), ('PUT', '/os-services/{service_id}'),
               ('DELETE', '/os-services/{service_id}'),
               ('GET', '/os-instance_usage_audit_log')),
+        _rule('tristate:server_external_events',
+              'role:service or ' + ADMIN,
+              'Tell of external events (Nova\'s os-server-external-events: '
+              'the service role, or an admin).',
+              ('POST', '/os-server-external-events')),
         _rule('tristate:extensions', ANYONE, 'List the API extensions.',
               ('GET', '/extensions')),
     ]

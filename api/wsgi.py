@@ -36,6 +36,7 @@ from api.image import app as image_app
 from api.reservation import app as reservation_app
 from api.routes import accounting
 from api.routes import catalog
+from api.routes import external_events
 from api.routes import flavors
 from api.routes import image_metadata
 from api.routes import images
@@ -66,7 +67,8 @@ def create_app(conf, client, *, policy=None):
     for blueprint in (versions.bp, servers.bp, server_actions.bp,
                       server_attrs.bp, catalog.bp, leases.bp, os_hosts.bp,
                       accounting.bp, images.bp, image_metadata.bp,
-                      flavors.bp, limits.bp, services_routes.bp):
+                      flavors.bp, limits.bp, services_routes.bp,
+                      external_events.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)
