@@ -140,6 +140,12 @@ def show(image_id):
                                               image_id))}
 
 
+@bp.delete('/images')
+def delete_blank():
+    """``DELETE /images/`` (an empty id): Nova's 404, not a 405."""
+    raise exception.NotFound('The resource could not be found.')
+
+
 @bp.delete('/images/<image_id>')
 def delete(image_id):
     statedb = _catalogue()

@@ -672,6 +672,7 @@ def test_nova_image_proxy(server, glance):
     late = compute.get(base, headers={'OpenStack-API-Version':
                                       'compute 2.36'})
     assert late.status_code == 404
+    assert compute.delete(base + '/').status_code == 404   # a blank id
     assert compute.delete(base + '/' + image).status_code == 204
     assert compute.get(base + '/' + image).status_code == 404
 
