@@ -116,6 +116,9 @@ TARGETS = [
      {'quota_class_set': {'instances': 1}}, [], []),
     ('PUT', '/os-services/<service_id>',
      {'host': 'h', 'binary': 'nova-compute'}, [], []),
+    ('POST', '/os-server-external-events', {'events': [
+        {'name': 'network-changed',
+         'server_uuid': '6f2b8a2e-2f0e-4c52-9c5c-000000000000'}]}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),
