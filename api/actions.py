@@ -160,3 +160,45 @@ ACTIONS = {a.key: a for a in (
                  schemas.VNC_CONSOLE, _console_type, kind=CONSOLE,
                  status=200),
 )}
+
+
+# Nova's other server action keys, which Tristate does not carry out yet:
+# what would build each, and the microversions Nova serves it at (outside
+# them Nova answers 404, as for a route it does not have). For a server the
+# caller can see, a 400 saying it is not supported yet; for one it cannot,
+# Nova's 404. ``resetNetwork`` is gone from Nova (410) and
+# ``os-getRDPConsole`` is refused by Nova itself (400).
+@dataclasses.dataclass(frozen=True)
+class Unbuilt:
+    key: str
+    what: str
+    since: tuple = (2, 1)
+    until: tuple = None
+    status: int = 400
+
+
+_NETWORKING = 'guest networking (issue 23)'
+_CONSOLES = 'remote consoles (issue 24)'
+_MOBILITY = 'the mobility issue'
+UNBUILT = {u.key: u for u in (
+    Unbuilt('migrate', 'cold migration: ' + _MOBILITY),
+    Unbuilt('evacuate', 'evacuation: ' + _MOBILITY),
+    Unbuilt('shelve', 'shelving'),
+    Unbuilt('shelveOffload', 'shelving'),
+    Unbuilt('unshelve', 'shelving'),
+    Unbuilt('trigger_crash_dump', 'crash dumps (an NMI to the guest)',
+            since=(2, 17)),
+    Unbuilt('addSecurityGroup', 'security groups: ' + _NETWORKING),
+    Unbuilt('removeSecurityGroup', 'security groups: ' + _NETWORKING),
+    Unbuilt('addFixedIp', _NETWORKING, until=(2, 43)),
+    Unbuilt('removeFixedIp', _NETWORKING, until=(2, 43)),
+    Unbuilt('addFloatingIp', _NETWORKING, until=(2, 43)),
+    Unbuilt('removeFloatingIp', _NETWORKING, until=(2, 43)),
+    Unbuilt('injectNetworkInfo', _NETWORKING),
+    Unbuilt('os-getVNCConsole', _CONSOLES, until=(2, 5)),
+    Unbuilt('os-getSPICEConsole', _CONSOLES, until=(2, 5)),
+    Unbuilt('os-getSerialConsole', _CONSOLES, until=(2, 5)),
+    Unbuilt('os-getRDPConsole', 'nothing: Nova removed RDP consoles too',
+            until=(2, 5)),
+    Unbuilt('resetNetwork', 'nothing: Nova removed it', status=410),
+) if u.key not in ACTIONS}

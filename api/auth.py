@@ -104,22 +104,30 @@ def keystone(app, conf):
 
 
 class OpenVersions:
-    """Sends version discovery past authentication, the rest through it."""
+    """Sends version discovery (``open_paths``) and requests that carry
+    the environ key ``open_environ`` (the image API's grants, checked by
+    that API) past authentication, the rest through it."""
 
-    def __init__(self, app, authenticated):
+    def __init__(self, app, authenticated, open_paths=OPEN_PATHS,
+                 open_environ=None):
         self.app = app
         self.authenticated = authenticated
+        self.open_paths = open_paths
+        self.open_environ = open_environ
 
     def __call__(self, environ, start_response):
-        if environ.get('PATH_INFO', '') in OPEN_PATHS:
+        if environ.get('PATH_INFO', '') in self.open_paths or (
+                self.open_environ and environ.get(self.open_environ)):
             return self.app(environ, start_response)
         return self.authenticated(environ, start_response)
 
 
-def wrap(app, conf):
-    """``app`` behind the authentication ``[api] auth_strategy`` names."""
+def wrap(app, conf, open_paths=OPEN_PATHS, open_environ=None):
+    """``app`` behind the authentication ``[api] auth_strategy`` names
+    (the compute, image and reservation APIs each with its own open
+    paths)."""
     if conf.api.auth_strategy == 'noauth':
         authenticated = NoAuth(app, conf)
     else:
         authenticated = keystone(app, conf)
-    return OpenVersions(app, authenticated)
+    return OpenVersions(app, authenticated, open_paths, open_environ)

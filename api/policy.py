@@ -84,6 +84,10 @@ def list_rules():
         _rule(SERVERS % 'delete', OWNER, 'Delete a server (hard delete).',
               ('DELETE', '/servers/{server_id}'),
               ('POST', '/servers/{server_id}/action (forceDelete)')),
+        _rule(SERVERS % 'diagnostics', ADMIN,
+              'Show what the hypervisor measures of a server (Nova\'s '
+              'os_compute_api:os-server-diagnostics).',
+              ('GET', '/servers/{server_id}/diagnostics')),
         _rule(SERVERS % 'metadata:show', OWNER,
               'Show a server\'s metadata (and its reconcile policies).',
               ('GET', '/servers/{server_id}/metadata'),
@@ -177,6 +181,11 @@ def _catalogue_rules():
               ('GET', '/os-services'), ('PUT', '/os-services/{service_id}'),
               ('DELETE', '/os-services/{service_id}'),
               ('GET', '/os-instance_usage_audit_log')),
+        _rule('tristate:server_external_events',
+              'role:service or ' + ADMIN,
+              'Tell of external events (Nova\'s os-server-external-events: '
+              'the service role, or an admin).',
+              ('POST', '/os-server-external-events')),
         _rule('tristate:extensions', ANYONE, 'List the API extensions.',
               ('GET', '/extensions')),
     ]

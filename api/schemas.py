@@ -3,8 +3,9 @@
 A body that does not match is answered ``400`` with Nova's message shape,
 ``Invalid input for field/attribute server.flavorRef. Value: ...``, before
 anything is asked of the conductor: a rejected request changes nothing.
-Properties Nova clients commonly send that Tristate has no use for
-(networks, key_name, ...) are accepted and ignored; anything else is refused.
+Properties of Nova's that Tristate does not act on yet (networks,
+key_name, ...) pass the schema and are refused by the route, naming the
+issue that builds them; anything else is refused here.
 
 Bodies reach the schemas decoded and checked by :mod:`api.jsonbody` (valid
 Unicode, no NUL, bounded depth and digits). Here, names, references, dates
@@ -13,6 +14,7 @@ integer a field takes as a string as well (``"rotation": "2"``, as Nova)
 obeys the field's ``minimum`` and ``maximum`` in both forms.
 """
 
+import ipaddress
 import math
 import re
 import unicodedata
@@ -36,6 +38,16 @@ _LINE_BREAKING = frozenset({'Cc', 'Zl', 'Zp'})
 def _printable(value):
     return not isinstance(value, str) or not any(
         unicodedata.category(c) in _LINE_BREAKING for c in value)
+
+
+@FORMATS.checks('ipv4', raises=ValueError)
+def _ipv4(value):
+    return not isinstance(value, str) or bool(ipaddress.IPv4Address(value))
+
+
+@FORMATS.checks('ipv6', raises=ValueError)
+def _ipv6(value):
+    return not isinstance(value, str) or bool(ipaddress.IPv6Address(value))
 
 
 NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
@@ -80,11 +92,23 @@ def _object(required=(), **properties):
 # config_drive are api/guest.py's.
 _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
                    'user_data', 'config_drive',
-                   'adminPass', 'OS-DCF:diskConfig',
-                   'accessIPv4', 'accessIPv6', 'hostname')
+                   'adminPass', 'OS-DCF:diskConfig', 'hostname')
+# Nova's accessIPv4/accessIPv6: addresses the user keeps on the server
+# (create, update, rebuild), shown back in its views; nothing acts on them.
+ACCESS_IPS = {'accessIPv4': {'type': 'string', 'format': 'ipv4'},
+              'accessIPv6': {'type': 'string', 'format': 'ipv6'}}
+
+
+def access_ips(body):
+    """The columns of a validated body's accessIPv4/accessIPv6, each
+    address written as Nova shows it (``::babe:202:202``)."""
+    return {column: str(ipaddress.ip_address(body[key]))
+            for key, column in (('accessIPv4', 'access_ip_v4'),
+                                ('accessIPv6', 'access_ip_v6'))
+            if key in body}
 
 # A lease's reservation to build on (``reservation`` is Blazar's name);
-# other hints are accepted and ignored.
+# other hints are refused (nothing acts on them): see reservation_hint.
 RESERVATION_ID = {'type': 'string', 'minLength': 1, 'maxLength': 36,
                   'format': PRINTABLE}
 SCHEDULER_HINTS = {'type': 'object',
@@ -93,7 +117,17 @@ SCHEDULER_HINTS = {'type': 'object',
 
 
 def reservation_hint(body):
-    """The reservation a validated POST /servers body asks for, or None."""
+    """The reservation a validated POST /servers body asks for, or None;
+    a 400 naming any other scheduler hint (group, same_host, ...: the
+    scheduler acts on none of them)."""
+    for where in ('os:scheduler_hints', 'OS-SCH-HNT:scheduler_hints'):
+        for hint in sorted(body.get(where) or {}):
+            if hint not in SCHEDULER_HINTS['properties']:
+                raise exception.Invalid(
+                    'Invalid input for field/attribute %s.%s. Value: %s. '
+                    'Not supported: Tristate\'s scheduler acts on the '
+                    'reservation hint only' % (where, hint, _short(
+                        body[where][hint])))
     hints = (body.get('os:scheduler_hints')
              or body.get('OS-SCH-HNT:scheduler_hints') or {})
     return hints.get('reservation_id') or hints.get('reservation')
@@ -127,17 +161,17 @@ CREATE_SERVER = _object(
         min_count=COUNT, max_count=COUNT,
         return_reservation_id=BOOLEAN,
         block_device_mapping_v2=IMAGE_ROOT_DISK, availability_zone=NAME,
-        **dict.fromkeys(_IGNORED_CREATE, ANYTHING)),
+        **dict.fromkeys(_IGNORED_CREATE, ANYTHING), **ACCESS_IPS),
     **{'os:scheduler_hints': SCHEDULER_HINTS,
        'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})
 
-# PUT /servers/{id}: the name and (from 2.19, the route checks) the
-# description; Nova's IP and AUTO disk-config fields are refused by the
-# route until they are built.
+# PUT /servers/{id}: the name, (from 2.19, the route checks) the
+# description and the access addresses; an AUTO disk config is refused by
+# the route.
 UPDATE_SERVER = _object(
     ['server'],
-    server=_object(name=NAME, description=DESCRIPTION, **dict.fromkeys(
-        ('accessIPv4', 'accessIPv6', 'OS-DCF:diskConfig'), ANYTHING)))
+    server=_object(name=NAME, description=DESCRIPTION,
+                   **{'OS-DCF:diskConfig': ANYTHING}, **ACCESS_IPS))
 
 REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
                                           'Hard', 'hard']})
@@ -151,7 +185,8 @@ REBUILD = _object(['imageRef'], imageRef=IMAGE_REF, name=NAME,
                   adminPass={'type': 'string'},
                   key_name=ANYTHING, user_data=ANYTHING,
                   preserve_ephemeral={'type': 'boolean'},
-                  **{'OS-DCF:diskConfig': {'enum': ['MANUAL']}})
+                  **{'OS-DCF:diskConfig': {'enum': ['MANUAL']}},
+                  **ACCESS_IPS)
 # lock: ``locked_reason`` from 2.73 (the route checks the microversion).
 LOCK = {'type': ['null', 'object'],
         'properties': {'locked_reason': {'type': 'string', 'maxLength': 255,

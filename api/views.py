@@ -250,8 +250,8 @@ def server(inst, *, version, links, host_up=True, fault=None,
                                                     inst['image_ref'])}]},
         'flavor': _flavor(inst, shape.embedded_flavor, links),
         'addresses': inst.get('addresses') or {},
-        'accessIPv4': '',
-        'accessIPv6': '',
+        'accessIPv4': inst.get('access_ip_v4') or '',
+        'accessIPv6': inst.get('access_ip_v6') or '',
         'metadata': server_metadata(inst, version),
         'OS-DCF:diskConfig': 'MANUAL',
     })
@@ -514,10 +514,9 @@ def _shown(vm_state, version):
 # --- quota sets (os-quota-sets) ---------------------------------------------------
 
 # Nova's quota keys, with what they stopped being at. Tristate enforces
-# ``metadata_items`` ([quota] metadata_items) and ``key_pairs`` (per user:
-# the default quota class's, else [quota] key_pairs); the others it does
-# not limit show Nova's defaults, as the quota classes do
-# (common.db.quota_classes.NOVA_ONLY).
+# ``metadata_items`` and ``key_pairs``; the others count what Tristate does
+# not have, and are stored and shown as set (common.db.quota_classes.
+# NOVA_ONLY).
 _NOVA_ONLY_QUOTAS = (
     ('metadata_items', None), ('key_pairs', None), ('server_groups', None),
     ('server_group_members', None),
@@ -537,26 +536,22 @@ def quota_keys(version):
                  if until is None or version < until)
 
 
-def quota_set(values, version, *, project_id=None, in_use=None,
-              metadata_items=None, key_pairs=None):
+def quota_set(values, version, *, project_id=None, in_use=None):
     """A quota set at ``version``: ``values`` is {resource: limit} of
-    Tristate's resources; with ``in_use`` ({resource: count}) each is the
-    detail's {limit, in_use, reserved}."""
+    Tristate's resources and Nova's others; with ``in_use`` ({resource:
+    count}) each is the detail's {limit, in_use, reserved}."""
     def shown(resource, limit):
         if in_use is None:
             return limit
         return {'limit': limit, 'in_use': in_use.get(resource, 0),
                 'reserved': 0}
     body = {r: shown(r, values[r]) for r in NOVA_QUOTAS if r in values}
-    nova = dict(quota_classes.NOVA_ONLY)
-    if metadata_items is not None:
-        nova['metadata_items'] = metadata_items
-    if key_pairs is not None:
-        nova['key_pairs'] = key_pairs
+    nova = dict(quota_classes.NOVA_ONLY, **values)
     body.update((k, shown(k, nova[k])) for k in quota_keys(version))
     if version >= microversion.TRISTATE:
         body.update((r, shown(r, v)) for r, v in values.items()
-                    if r not in NOVA_QUOTAS)
+                    if r not in NOVA_QUOTAS
+                    and r not in quota_classes.NOVA_ONLY)
     if project_id is not None:
         body['id'] = project_id
     return body

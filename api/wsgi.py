@@ -39,6 +39,7 @@ from api.routes import aggregates
 from api.routes import availability_zones
 from api.routes import catalog
 from api.routes import consoles
+from api.routes import external_events
 from api.routes import flavors
 from api.routes import image_metadata
 from api.routes import images
@@ -74,7 +75,8 @@ def create_app(conf, client, *, policy=None):
                       accounting.bp, images.bp, image_metadata.bp,
                       flavors.bp, limits.bp, services_routes.bp,
                       aggregates.bp, availability_zones.bp, migrations.bp,
-                      networks.bp, keypairs.bp, consoles.bp):
+                      networks.bp, keypairs.bp, consoles.bp,
+                      external_events.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)

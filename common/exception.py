@@ -83,6 +83,12 @@ class ActionNotFound(NotFound):
     msg_fmt = ('Unknown action %(action)r: expected one of %(expected)s')
 
 
+class Gone(TristateError):
+    """What Nova removed (its 410)."""
+    msg_fmt = 'This resource is no longer available: %(reason)s'
+    code = 410
+
+
 class Forbidden(TristateError):
     msg_fmt = 'Policy does not allow %(action)s.'
     code = 403

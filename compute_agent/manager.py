@@ -183,6 +183,17 @@ class AgentManager:
             self.dhcp.refresh_from(self.driver, instance_uuid)
         configdrive.remove(self.conf, self.host, instance_uuid)
 
+    def get_diagnostics(self, ctx, instance_uuid):
+        """1.4: the driver's diagnostics of the domain; None when there
+        is no such domain here, ``{'error': why}`` when the driver could
+        not read them."""
+        try:
+            return self.driver.get_diagnostics(instance_uuid)
+        except virt.DomainNotFound:
+            return None
+        except virt.VirtError as err:
+            return {'error': str(err)}
+
     # --- running a task ------------------------------------------------------------
 
     def _run(self, ctx, inst, action, params, handler):

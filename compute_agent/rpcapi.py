@@ -14,13 +14,15 @@ Version history:
 * 1.3 - get_console_output (the end of a guest's console log, bounded by
   ``max_bytes``) and get_console_endpoint (where its serial console's TCP
   listener is), both calls answered at once, no task (issue 24).
+* 1.4 - get_diagnostics (a call): the driver's diagnostics of one domain
+  (Nova's server diagnostics), None when the host has no such domain.
 """
 
 from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.3'
+VERSION = '1.4'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -48,6 +50,23 @@ class ComputeAPI:
                 ctx, 'run_task', **kwargs)
         except rpc.MessagingException as err:
             metrics.rpc_error('run_task', err)
+            raise
+
+    def get_diagnostics(self, ctx, *, host, instance_uuid, timeout=None):
+        """1.4: the diagnostics of ``instance_uuid``'s domain on
+        ``host`` (see ComputeDriver.get_diagnostics), None when there is
+        none, ``{'error': why}`` when the driver could not read them."""
+        if not self.client.can_send_version('1.4'):
+            raise exception.ServiceUnavailable(
+                reason='server diagnostics need compute agent RPC API 1.4 '
+                       'and [upgrade_levels] compute caps it at %s'
+                       % self.client.version_cap)
+        try:
+            return self.client.prepare(server=host, version='1.4',
+                                       timeout=timeout).call(
+                ctx, 'get_diagnostics', instance_uuid=instance_uuid)
+        except rpc.MessagingException as err:
+            metrics.rpc_error('get_diagnostics', err)
             raise
 
     def destroy_domain(self, ctx, *, host, instance_uuid):

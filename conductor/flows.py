@@ -14,6 +14,7 @@ from common import actions
 from common import exception
 from common import flavors
 from common import hostnames
+from common import rpc
 from common import states
 from common.db import attributes as attributes_db
 from conductor import delivery
@@ -81,7 +82,8 @@ def _locking_name(changes):
     """The name the lock check knows a change by (common/actions.py)."""
     if 'lock' in changes:
         return 'lock' if changes['lock']['locked'] else 'unlock'
-    if set(changes) <= {'name', 'description', 'tags'}:
+    if set(changes) <= {'name', 'description', 'tags', 'access_ip_v4',
+                        'access_ip_v6'}:
         # Nova locks neither PUT /servers/{id} nor the tags
         return 'tags' if set(changes) == {'tags'} else 'rename'
     return 'update'
@@ -91,7 +93,8 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'tags': list, 'boot_reservation_id': str,
                       'launch_index': int, 'availability_zone': str,
                       'key_name': str, 'key_data': str, 'user_data': str,
-                      'config_drive': bool}
+                      'config_drive': bool, 'access_ip_v4': str,
+                      'access_ip_v6': str}
 # What a rebuild may change of the guest's access (RPC 1.10).
 GUEST_KEYS = ('key_name', 'key_data', 'user_data')
 # Tasks that make the guest's disks, and so its config drive.
@@ -115,9 +118,11 @@ def guest_params(inst, zone_of):
     return params
 
 
-def _create_attributes(attributes, metadata_items):
+def _create_attributes(attributes, metadata_limit):
     """The new instance's description, user metadata, tags, boot
-    reservation and launch index, checked (RPC 1.8)."""
+    reservation, launch index and access addresses, checked (RPC 1.8,
+    1.12); ``metadata_limit()``: the project's metadata_items, read only
+    when there is metadata."""
     attributes = dict(attributes or {})
     for key, value in attributes.items():
         kind = _CREATE_ATTRIBUTES.get(key)
@@ -127,6 +132,7 @@ def _create_attributes(attributes, metadata_items):
                        'of the right type' % (key, ', '.join(
                            sorted(_CREATE_ATTRIBUTES))))
     meta = attributes.get('metadata', {})
+    metadata_items = metadata_limit() if meta else -1
     if 0 <= metadata_items < len(meta):
         raise exception.QuotaExceeded(
             'Quota exceeded for metadata_items: Requested %d, but the limit '
@@ -211,8 +217,8 @@ class Flows:
         Nova's 2.37 ``networks`` (ports allocated in the create's
         transaction)."""
         validate_name(name)
-        attributes = _create_attributes(attributes,
-                                        self.conf.quota.metadata_items)
+        attributes = _create_attributes(
+            attributes, lambda: self.db.metadata_items(ctx.project_id))
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
@@ -436,6 +442,29 @@ class Flows:
                                     user_shutdown=policies.get('user_shutdown'),
                                     crash=policies.get('crash'))
 
+    def get_diagnostics(self, ctx, instance_uuid):
+        """The diagnostics the instance's host reads of its domain (RPC
+        1.12, agent 1.4): Nova's 409 when it is on no host or the host has
+        no domain for it, 503 when the host does not answer."""
+        inst = gw.check_owner(ctx, self.db.get_instance(instance_uuid))
+        if not inst['host']:
+            raise exception.Conflict('Instance %s is not ready: it is on no '
+                                     'host' % instance_uuid)
+        try:
+            found = self.compute.get_diagnostics(
+                ctx, host=inst['host'], instance_uuid=instance_uuid,
+                timeout=self.conf.conductor.task_delivery_timeout)
+        except rpc.MessagingTimeout:
+            raise exception.ServiceUnavailable(
+                reason='host %s did not answer for the diagnostics of %s'
+                % (inst['host'], instance_uuid)) from None
+        if found is None or 'error' in found:
+            raise exception.Conflict(
+                'Instance %s has no diagnostics on host %s: %s' % (
+                    instance_uuid, inst['host'], 'no domain' if found is None
+                    else found['error']))
+        return found
+
     def update_attributes(self, ctx, instance_uuid, changes):
         """Name, description, user metadata, tags or the lock of one
         instance (common/db/attributes.py); no task, so it never waits
@@ -455,7 +484,7 @@ class Flows:
                     action='unlocking a server an admin locked (admin only)')
         before, after = self.db.update_attributes(
             instance_uuid, changes, check=check,
-            metadata_items=self.conf.quota.metadata_items)
+            metadata_items=None)
         if 'name' in changes:
             self.gateway.notify_renamed(ctx, before, after)
         return after

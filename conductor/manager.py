@@ -105,6 +105,10 @@ class ConductorManager:
         return self.flows.update_attributes(ctx, instance_uuid, changes)
 
     @_expected
+    def get_diagnostics(self, ctx, instance_uuid):
+        return self.flows.get_diagnostics(ctx, instance_uuid)
+
+    @_expected
     def rename_instance(self, ctx, instance_uuid, name):
         return self.flows.rename(ctx, instance_uuid, name)
 

@@ -58,6 +58,12 @@ Version history:
   one-time token for the serial console), consume_console_token and
   consoles_alive (tristate-console-proxy: open a session once, and learn
   which sessions' instances were deleted).
+* 1.12 - create_instance's ``attributes`` and update_attributes'
+  ``changes`` take ``access_ip_v4``/``access_ip_v6`` (API tier: Nova's
+  accessIPv4/accessIPv6, data the user sets); a conductor before 1.12
+  refuses the keys, so they are not sent below it. get_diagnostics (API
+  tier: what the instance's host reads of its domain, through compute
+  agent RPC 1.4).
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
   build of the instance is placed in).
@@ -158,6 +164,8 @@ class ConductorAPI:
             self._need('1.8', 'a server\'s description, metadata, tags or '
                        'min_count/max_count')
             _at_least(kwargs, '1.8', attributes=attributes)
+        if attributes and {'access_ip_v4', 'access_ip_v6'} & set(attributes):
+            _at_least(kwargs, self._access_ips(attributes, '1.8'))  # 1.12
         if networks not in (None, 'auto'):  # 1.9
             self._need('1.9', 'a server\'s networks')
             _at_least(kwargs, '1.9', networks=networks)
@@ -170,6 +178,14 @@ class ConductorAPI:
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)
+
+    def _access_ips(self, values, version):
+        """1.12 when ``values`` set accessIPv4/accessIPv6, else
+        ``version``."""
+        if {'access_ip_v4', 'access_ip_v6'} & set(values):
+            self._need('1.12', 'a server\'s accessIPv4/accessIPv6')
+            return '1.12'
+        return version
 
     def can_send(self, version):
         """Whether calls of ``version`` pass ``[upgrade_levels]``."""
@@ -249,8 +265,15 @@ class ConductorAPI:
         """1.8: change a server's name, description, user metadata, tags
         or lock (see common/db/attributes.py for ``changes``)."""
         self._need('1.8', 'changing a server\'s metadata, tags or lock')
-        return self._call(ctx, 'update_attributes', version='1.8',
+        return self._call(ctx, 'update_attributes',
+                          version=self._access_ips(changes, '1.8'),
                           instance_uuid=instance_uuid, changes=changes)
+
+    def get_diagnostics(self, ctx, instance_uuid):
+        """1.12: the instance's diagnostics from its host's driver."""
+        self._need('1.12', 'server diagnostics')
+        return self._call(ctx, 'get_diagnostics', version='1.12',
+                          instance_uuid=instance_uuid)
 
     def reset_state(self, ctx, instance_uuid, state):
         return self._call(ctx, 'reset_state', instance_uuid=instance_uuid,

@@ -45,23 +45,10 @@ def create_app(conf, statedb, *, store_factory=store_mod.ImageStore):
     app.register_error_handler(http_exceptions.HTTPException, _http_error)
     app.register_error_handler(Exception, _error)
     app.after_request(_log_request)
-    app.wsgi_app = _authenticated(app.wsgi_app, conf)
+    # behind api.auth, except discovery and grants
+    app.wsgi_app = auth.wrap(app.wsgi_app, conf, open_paths=OPEN_PATHS,
+                             open_environ=GRANT_ENVIRON)
     return app
-
-
-def _authenticated(app, conf):
-    """``app`` behind :mod:`api.auth`, except discovery and grants."""
-    if conf.api.auth_strategy == 'noauth':
-        checked = auth.NoAuth(app, conf)
-    else:
-        checked = auth.keystone(app, conf)
-
-    def route(environ, start_response):
-        if (environ.get('PATH_INFO', '') in OPEN_PATHS
-                or environ.get(GRANT_ENVIRON)):
-            return app(environ, start_response)
-        return checked(environ, start_response)
-    return route
 
 
 def _http_error(err):

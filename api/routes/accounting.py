@@ -4,19 +4,20 @@
     GET /v2.1/os-quota-sets/{project_id}/detail     in_use/limit/reserved
     GET /v2.1/os-quota-sets/{project_id}/defaults   the [quota] defaults
     PUT /v2.1/os-quota-sets/{project_id}            {"quota_set": {...}} (admin)
+    DELETE /v2.1/os-quota-sets/{project_id}         back to the defaults (admin)
     GET /v2.1/os-simple-tenant-usage?start=&end=&detailed=1   (admin)
     GET /v2.1/os-simple-tenant-usage/{project_id}?start=&end=
 
 Quota sets have Nova's ``instances``, ``cores`` and ``ram`` (MiB), Nova's
-other keys of the request's microversion (``metadata_items`` as
-``[quota]`` says, ``key_pairs`` as the ``default`` quota class, else
-``[quota]``, says; the others, which Tristate does not
-enforce, with Nova's defaults as the quota classes show them), and from
-Tristate's microversion (2.101) Tristate's ``disk`` (GiB) and the leases'
-``lease_hosts`` (hosts a project's leases hold at once) and
-``lease_hours`` (how long one lease may last); -1 means unlimited. Times
-are UTC, as Nova takes them (``2026-11-22T10:00:00``, optionally with
-microseconds); a missing one means now.
+other keys of the request's microversion (``metadata_items``, enforced per
+server, and ``key_pairs``, per user; the others limit what Tristate does
+not have, and are stored and shown as an admin sets them: see
+common/db/quota_classes.py), and from Tristate's microversion
+(2.101) Tristate's ``disk`` (GiB) and the leases' ``lease_hosts`` (hosts a
+project's leases hold at once) and ``lease_hours`` (how long one lease may
+last); -1 means unlimited. Times are UTC, as Nova takes them
+(``2026-11-22T10:00:00``, optionally with microseconds); a missing one
+means now.
 """
 
 import datetime
@@ -29,7 +30,6 @@ from api import microversion
 from api import request
 from api import schemas
 from api import views
-from api.routes import keypairs
 from common import exception
 from common.db import quotas
 
@@ -38,28 +38,28 @@ bp = flask.Blueprint('accounting', __name__, url_prefix='/v2.1')
 LIMIT = {'type': ['integer', 'string'], 'pattern': '^-?[0-9]+$',
          'minimum': -1, 'maximum': 2 ** 31 - 1,
          'maxLength': schemas.INT_TEXT}
-UPDATE_QUOTA_SET = {
-    'type': 'object',
-    'properties': {'quota_set': {
+
+
+def _update_schema(version):
+    """Nova's PUT body at ``version`` (its legacy keys until 2.36/2.57),
+    with Tristate's own resources (refused below 2.101 by the route)."""
+    keys = quotas.LIMITS + views.quota_keys(version)
+    return {
         'type': 'object',
-        'properties': dict({r: LIMIT for r in quotas.LIMITS},
-                           force={'type': ['boolean', 'string']}),
-        'additionalProperties': False}},
-    'required': ['quota_set'],
-    'additionalProperties': False,
-}
+        'properties': {'quota_set': {
+            'type': 'object',
+            'properties': dict(dict.fromkeys(keys, LIMIT),
+                               force=schemas.BOOLEAN),
+            'additionalProperties': False}},
+        'required': ['quota_set'],
+        'additionalProperties': False,
+    }
+
 # Nova pages usage over instances from 2.40 (marker, limit, *_links).
 PAGED = microversion.APIVersion(2, 40)
 PAGE_LIMIT = {'type': 'string', 'pattern': '^[0-9]+$', 'maxLength': 9}
 TIME_FORMATS = ('%Y-%m-%dT%H:%M:%S', '%Y-%m-%dT%H:%M:%S.%f',
                 '%Y-%m-%d %H:%M:%S.%f', '%Y-%m-%d %H:%M:%S')
-
-
-def _enforced():
-    """The Nova-only limits Tristate enforces: metadata items (per server)
-    and key pairs (per user)."""
-    return {'metadata_items': request.services().conf.quota.metadata_items,
-            'key_pairs': keypairs.key_pairs_limit()}
 
 
 # --- quota sets ------------------------------------------------------------------
@@ -74,8 +74,7 @@ def _quotas(project_id, rule):
 def show(project_id):
     found = _quotas(project_id, 'show')
     return {'quota_set': views.quota_set(found['limits'], request.version(),
-                                         project_id=project_id,
-                                         **_enforced())}
+                                         project_id=project_id)}
 
 
 @bp.get('/os-quota-sets/<project_id>/detail')
@@ -83,27 +82,47 @@ def detail(project_id):
     found = _quotas(project_id, 'show')
     return {'quota_set': views.quota_set(
         found['limits'], request.version(), project_id=project_id,
-        in_use=found['usage'], **_enforced())}
+        in_use=found['usage'])}
 
 
 @bp.get('/os-quota-sets/<project_id>/defaults')
 def defaults(project_id):
     found = _quotas(project_id, 'defaults')
     return {'quota_set': views.quota_set(found['defaults'], request.version(),
-                                         project_id=project_id,
-                                         **_enforced())}
+                                         project_id=project_id)}
 
 
 @bp.put('/os-quota-sets/<project_id>')
 def update(project_id):
-    body = request.json_body(UPDATE_QUOTA_SET)['quota_set']
+    body = request.json_body(_update_schema(request.version()))['quota_set']
     _own_resources_need_own_version(body)
     request.authorize('tristate:quotas:update', {'project_id': project_id})
-    values = {r: int(v) for r, v in body.items() if r in quotas.LIMITS}
+    values = {r: int(v) for r, v in body.items() if r != 'force'}
+    if not strutils.bool_from_string(body.get('force', False)):
+        _not_below_usage(project_id, values)
     found = request.services().client.update_quotas(
         request.context(), project_id, values)
-    return {'quota_set': views.quota_set(found['limits'], request.version(),
-                                         **_enforced())}
+    return {'quota_set': views.quota_set(found['limits'], request.version())}
+
+
+@bp.delete('/os-quota-sets/<project_id>')
+def delete(project_id):
+    """Nova's: the project's limits go back to the defaults; 202."""
+    request.authorize('tristate:quotas:update', {'project_id': project_id})
+    request.services().client.statedb.delete_quotas(project_id)
+    return request.no_content(202)
+
+
+def _not_below_usage(project_id, values):
+    """Nova's check unless ``force``: a limit is not set below what the
+    project uses now."""
+    used = _quotas(project_id, 'update')['usage']
+    for resource, limit in sorted(values.items()):
+        minimum = used.get(resource, 0)
+        if limit != -1 and limit < minimum:
+            raise exception.Invalid(
+                'Quota limit %d for %s must be greater than or equal to '
+                'already used and reserved %d.' % (limit, resource, minimum))
 
 
 def _own_resources_need_own_version(body):
@@ -183,6 +202,9 @@ def _next_link(project_id, marker, limit):
 
 @bp.get('/os-simple-tenant-usage')
 def usage_index():
+    if flask.request.path.endswith('/'):
+        # one project's usage with an empty id: Nova's 404, not the list
+        raise exception.NotFound('The resource could not be found.')
     request.authorize('tristate:usage:index')
     detailed = strutils.bool_from_string(
         flask.request.args.get('detailed', '0'))

@@ -258,8 +258,23 @@ def delete(flavor_id):
 
 # --- extra specs ------------------------------------------------------------------
 
+# The extra specs Tristate honours: the values that say what every guest
+# gets anyway (no CPU pinning; one NUMA node). Nothing acts on any other
+# key or value, so it is refused rather than stored and ignored.
+HONOURED_SPECS = {'hw:cpu_policy': ('shared',), 'hw:numa_nodes': ('1',)}
+
+
 def _spec_values(specs):
-    return {key: str(value) for key, value in specs.items()}
+    values = {key: str(value) for key, value in specs.items()}
+    for key, value in sorted(values.items()):
+        if value not in HONOURED_SPECS.get(key, ()):
+            raise exception.Invalid(
+                'Invalid input for field/attribute extra_specs.%s. Value: '
+                '%s. Not supported: Tristate acts on no flavor extra spec '
+                'but %s' % (key, value, ', '.join(
+                    '%s=%s' % (k, v[0])
+                    for k, v in sorted(HONOURED_SPECS.items()))))
+    return values
 
 
 @bp.get('/flavors/<flavor_id>/os-extra_specs')

@@ -104,6 +104,11 @@ def _index(detail):
     for key, prop in PROPERTY_FILTERS.items():
         if args.get(key):
             filters['properties'][prop] = args[key]
+    if args.get('server'):
+        # the server's id, or any of its links (Nova keeps what follows
+        # the last slash)
+        filters['properties']['instance_uuid'] = args['server'].rsplit(
+            '/', 1)[-1]
     limit = _limit(args)
     rows = images_db.list_images(statedb, request.context(), filters=filters,
                                  limit=limit, marker=args.get('marker'))
@@ -133,6 +138,12 @@ def show(image_id):
     statedb = _catalogue()
     return {'image': image_view(images_db.get(statedb, request.context(),
                                               image_id))}
+
+
+@bp.delete('/images')
+def delete_blank():
+    """``DELETE /images/`` (an empty id): Nova's 404, not a 405."""
+    raise exception.NotFound('The resource could not be found.')
 
 
 @bp.delete('/images/<image_id>')

@@ -28,7 +28,6 @@ from api import schemas
 from api import views
 from common import exception
 from common import keypairs as crypto
-from common.db import quota_classes
 from common.db import quotas
 
 bp = flask.Blueprint('keypairs', __name__, url_prefix='/v2.1/os-keypairs')
@@ -65,12 +64,13 @@ _LIMIT = {'type': 'string', 'pattern': '^[0-9]+$', 'maxLength': 9}
 
 
 def key_pairs_limit():
-    """Key pairs one user may hold: the ``default`` quota class's value,
-    else ``[quota] key_pairs`` (Nova's order); -1: no limit."""
+    """Key pairs one user of the caller's project may hold: the project's
+    quota set, else the ``default`` quota class's value, else ``[quota]
+    key_pairs`` (Nova's order); -1: no limit."""
     svc = request.services()
-    return svc.client.statedb.get_quota_class(
-        quota_classes.DEFAULT, quotas.Settings.from_conf(svc.conf))[
-            'key_pairs']
+    return svc.client.statedb.project_limit(
+        request.context().project_id, 'key_pairs',
+        quotas.Settings.from_conf(svc.conf))
 
 
 def _create_schema(version):

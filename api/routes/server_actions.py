@@ -18,6 +18,7 @@ from api.routes import servers
 from common import actions as table
 from common import exception
 from common import states
+from common.db import quotas
 
 bp = flask.Blueprint('server_actions', __name__,
                      url_prefix='/v2.1/servers/<server_id>')
@@ -32,9 +33,14 @@ USER_DATA = microversion.APIVersion(2, 57)
 
 # --- actions ---------------------------------------------------------------------
 
-def _parse_action():
+def _parse_action(server_id):
     raw = request.json_body({'type': 'object'})
-    if len(raw) != 1 or next(iter(raw)) not in actions.ACTIONS:
+    if len(raw) == 1 and next(iter(raw)) in actions.UNBUILT:
+        _refuse_unbuilt(server_id, actions.UNBUILT[next(iter(raw))])
+    if len(raw) == 1 and next(iter(raw)) not in actions.ACTIONS:
+        raise exception.Invalid('There is no such action: %s'
+                                % next(iter(raw)))
+    if len(raw) != 1:
         raise exception.Invalid(
             'The action body must have exactly one key, one of %s; got %s'
             % (', '.join(sorted(actions.ACTIONS)),
@@ -46,9 +52,27 @@ def _parse_action():
     return spec, raw[key]
 
 
+def _refuse_unbuilt(server_id, unbuilt):
+    """Nova's action that Tristate does not carry out yet: Nova's 404
+    outside the microversions it serves it at or for a server the caller
+    cannot see, else a 400 (410 for one Nova removed) saying so."""
+    version = request.version()
+    if version < microversion.APIVersion(*unbuilt.since) or (
+            unbuilt.until and version > microversion.APIVersion(
+                *unbuilt.until)):
+        raise exception.NotFound('The resource could not be found.')
+    request.get_server(server_id)
+    if unbuilt.status == 410:
+        raise exception.Gone('%s: Nova removed this action; Tristate does '
+                             'not have it' % unbuilt.key)
+    raise exception.Invalid(
+        'The %s action is not supported yet: Tristate does not do %s'
+        % (unbuilt.key, unbuilt.what))
+
+
 @bp.post('/action')
 def action(server_id):
-    spec, body = _parse_action()
+    spec, body = _parse_action(server_id)
     name, params = spec.resolve(body)
     if spec.kind == actions.DELETE:
         servers.hard_delete(server_id)
@@ -62,7 +86,7 @@ def action(server_id):
         return consoles.action(inst, spec.key, params)
     table.refuse_if_locked(inst, ctx, name)
     if name == 'rebuild':
-        changes = _rebuild_changes(body)
+        changes = _rebuild_changes(inst, body)
         params = dict(params, **_rebuild_guest(body))
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
@@ -81,16 +105,7 @@ def action(server_id):
 
 def _run_task(client, ctx, inst, name, params):
     """(params as sent, the conductor's answer) of a task action."""
-    # What the row just read already denies is refused here, with the
-    # conductor's own answer; the conductor's claim decides the rest.
-    TABLE.refuse_if_denied(inst, name)
-    if params.get('image_ref'):
-        # a rebuild boots it in the instance's flavor; a rescue boots it
-        # beside the instance's disk
-        request.boot_image(params['image_ref'],
-                           inst['flavor_name'] if name == 'rebuild' else None)
-    if name == 'rescue':
-        params = _rescue_password(client, params)
+    params = _checked_task(client, inst, name, params)
     conf = request.services().conf
     with snapshotimage.queued(conf, ctx, inst, name, params) as params:
         return params, client.run_action(ctx, inst['uuid'], name, params)
@@ -140,9 +155,10 @@ def _password_set(client, server_id, task_id):
             % (server_id, entry['message'] or entry['result']))
 
 
-def _rebuild_changes(body):
+def _rebuild_changes(inst, body):
     """What a rebuild changes besides the image: its name, description
-    (2.19) and metadata (all of it replaced, as Nova); checked before the
+    (2.19), metadata (all of it replaced, as Nova) and access addresses;
+    checked before the
     claim. ``adminPass`` is refused: the rebuilt guest has no agent."""
     if 'adminPass' in body:
         raise exception.Invalid(
@@ -154,16 +170,18 @@ def _rebuild_changes(body):
             "Invalid input for field/attribute rebuild.description. "
             "Additional properties are not allowed ('description' was "
             "unexpected: it needs microversion 2.19 or later)")
-    limit = request.services().conf.quota.metadata_items
     user = [k for k in body.get('metadata', {})
             if k not in views.POLICY_KEYS.values()]
+    svc = request.services()
+    limit = svc.client.statedb.metadata_items(
+        inst['project_id'], quotas.Settings.from_conf(svc.conf)) if user else -1
     if 0 <= limit < len(user):
         raise exception.QuotaExceeded(
             'Quota exceeded for metadata_items: Requested %d, but the limit '
             'is %d. Maximum number of metadata items exceeds %d'
             % (len(user), limit, limit))
-    return {k: body[k] for k in ('name', 'description', 'metadata')
-            if k in body}
+    return dict({k: body[k] for k in ('name', 'description', 'metadata')
+                 if k in body}, **schemas.access_ips(body))
 
 
 def _rebuild_guest(body):
@@ -199,7 +217,30 @@ def _rebuild_attributes(inst, changes, after):
                                                    inst['uuid'])
     return dict(after, **{k: fresh.get(k) for k in (
         'name', 'description', 'metadata', 'user_shutdown_policy',
-        'crash_policy', 'updated_at')})
+        'crash_policy', 'updated_at', 'access_ip_v4', 'access_ip_v6')})
+
+
+def _checked_task(client, inst, name, params):
+    """What the row just read already denies is refused here, with the
+    conductor's own answer; the conductor's claim decides the rest. The
+    task's parameters, ready to send."""
+    TABLE.refuse_if_denied(inst, name)
+    if params.get('image_ref'):
+        # a rebuild boots it in the instance's flavor; a rescue boots it
+        # beside the instance's disk
+        request.boot_image(params['image_ref'],
+                           inst['flavor_name'] if name == 'rebuild' else None)
+    if name == 'rescue':
+        params = _rescue_password(client, params)
+    if name == 'live_migrate' and params.get('host'):
+        _known_host(params['host'])
+    return params
+
+
+def _known_host(host):
+    """Nova's 400 for a live migration to a host it does not know."""
+    if host not in request.hosts_up():
+        raise exception.Invalid('Compute host %s could not be found.' % host)
 
 
 def _rescue_password(client, params):

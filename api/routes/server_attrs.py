@@ -5,12 +5,13 @@
     /servers/{id}/tags              GET, PUT (replace all), DELETE (2.26)
     /servers/{id}/tags/{tag}        GET, PUT, DELETE (2.26)
     /servers/{id}/os-server-password  GET, DELETE
+    /servers/{id}/diagnostics       GET (admin: the host's reading of it)
 
 User metadata is any key of Nova's pattern (1-255 of letters, digits and
-``-_:. ``) with a string value of at most 255 characters, at most ``[quota]
-metadata_items`` of them. The two ``tristate:`` keys are not user metadata:
-they set the server's reconcile policies (from 2.101 they are shown among
-its metadata; below, they are still taken). Changes are made by the
+``-_:. ``) with a string value of at most 255 characters, at most the
+project's ``metadata_items`` quota of them. The two ``tristate:`` keys are
+not user metadata: they set the server's reconcile policies (from 2.101
+they are shown among its metadata; below, they are still taken). Changes are made by the
 conductor in one transaction (common/db/attributes.py), where the owner
 and the lock are checked (common/actions.py).
 
@@ -21,6 +22,7 @@ guest posted none, and clearing it changes nothing.
 
 import flask
 
+from api import diagnostics as diagnostics_view
 from api import microversion
 from api import request
 from api import schemas
@@ -200,3 +202,15 @@ def password(server_id):
 def clear_password(server_id):
     request.get_server(server_id, rule='tristate:servers:password:clear')
     return request.no_content(204)
+
+
+# --- diagnostics ------------------------------------------------------------------
+
+@bp.get('/diagnostics')
+def diagnostics(server_id):
+    """What the server's host reads of its domain (admin; api.diagnostics)."""
+    inst = request.get_server(server_id,
+                              rule='tristate:servers:diagnostics')
+    raw = request.services().client.get_diagnostics(request.context(),
+                                                    inst['uuid'])
+    return diagnostics_view.body(raw, inst, request.version())

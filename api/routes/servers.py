@@ -129,15 +129,18 @@ def _changes(query):
 
 # The filters Tristate honours: the instance's column each one matches
 # (the last value sent), or None for those handled on their own.
-_EXACT = {'host': 'host', 'node': 'host', 'flavor': 'flavor_name',
-          'image': 'image_ref', 'image_ref': 'image_ref',
+_EXACT = {'host': 'host', 'node': 'host', 'image': 'image_ref',
+          'image_ref': 'image_ref',
           'project_id': 'project_id', 'tenant_id': 'project_id',
           'user_id': 'user_id', 'uuid': 'uuid', 'key_name': 'key_name'}
 _HONOURED = frozenset(_EXACT) | {
-    'status', 'name', 'vm_state', 'deleted', 'changes-since',
+    'flavor', 'status', 'name', 'vm_state', 'deleted', 'changes-since',
     'changes-before', 'all_tenants', 'limit', 'marker', 'sort_key',
     'sort_dir', 'tags', 'tags-any', 'not-tags', 'not-tags-any', 'locked',
-    'reservation_id', 'launch_index', 'ip', 'ip6'}
+    'reservation_id', 'launch_index', 'ip', 'ip6', 'access_ip_v4',
+    'access_ip_v6'}
+# Matched as regular expressions on the column, as Nova's database does.
+_REGEX = ('access_ip_v4', 'access_ip_v6')
 
 
 def _exact(column, value):
@@ -154,6 +157,8 @@ def _filters(query, version):
                                 'supported' % (refused[0], refused[0]))
     checks = [_exact(column, query[name][-1])
               for name, column in _EXACT.items() if name in query]
+    if 'flavor' in query:
+        checks.append(_flavor(query['flavor'][-1]))
     if 'status' in query:
         wanted = {s.upper() for s in query['status']}
         checks.append(lambda inst, body: body['status'] in wanted)
@@ -168,6 +173,8 @@ def _filters(query, version):
     if query.get('name', [''])[-1]:
         pattern = patterns.compile_filter('name', query['name'][-1])
         checks.append(lambda inst, body: pattern.search(body['name']))
+    checks += [_regex(name, query[name][-1]) for name in _REGEX
+               if name in query]
     return checks + _ip_filters(query) + _changes(query)
 
 
@@ -182,6 +189,19 @@ def _ip_filters(query):
                 a['version'] == v and p.match(a['addr'])
                 for entries in body['addresses'].values() for a in entries))
     return checks
+
+
+def _flavor(flavor_id):
+    """Nova's ``flavor`` filter: the flavor's id (the row keeps its
+    name; a seeded flavor's id is its name)."""
+    ids = request.flavor_ids()
+    return lambda inst, body: ids.get(inst['flavor_name'],
+                                      inst['flavor_name']) == flavor_id
+
+
+def _regex(column, value):
+    pattern = patterns.compile_filter(column, value)
+    return lambda inst, body: pattern.search(inst.get(column) or '')
 
 
 def _page(bodies, args, max_limit):
@@ -199,8 +219,7 @@ def _page(bodies, args, max_limit):
         if marker not in ids:
             raise exception.Invalid('marker [%s] not found' % marker)
         bodies = bodies[ids.index(marker) + 1:]
-    limit = limit or max_limit
-    page = bodies[:limit]
+    page = bodies[:limit]       # limit=0: none, as Nova
     links = []
     if len(bodies) > limit and page:
         links.append({'rel': 'next', 'href': _next_link(args, page[-1]['id'],
@@ -290,12 +309,13 @@ def show(server_id):
 def update(server_id):
     """Rename: Nova's ``PUT /servers/{id}``, answered with the server."""
     body = request.json_body(schemas.UPDATE_SERVER)['server']
-    refuse_unbuilt(body, {k: _UNBUILT[k] for k in (
-        'accessIPv4', 'accessIPv6', 'OS-DCF:diskConfig')})
+    refuse_unbuilt(body, {'OS-DCF:diskConfig': _UNBUILT['OS-DCF:diskConfig']})
     _attributes({k: v for k, v in body.items() if k == 'description'})
     inst = request.get_server(server_id, rule='tristate:servers:update')
-    if 'description' in body:
-        changes = {k: body[k] for k in ('name', 'description') if k in body}
+    changes = schemas.access_ips(body)
+    if 'description' in body or changes:
+        changes.update({k: body[k] for k in ('name', 'description')
+                        if k in body})
         inst = request.services().client.update_attributes(
             request.context(), inst['uuid'], changes)
     elif 'name' in body and body['name'] != inst['name']:
@@ -349,10 +369,9 @@ def _check_root_disk(body, image_ref):
 # builds each: refused, never accepted and ignored. (A MANUAL
 # ``OS-DCF:diskConfig`` is what Tristate does; ``networks`` and
 # ``security_groups`` are checked by api/routes/networks.py, ``key_name``,
-# ``user_data`` and ``config_drive`` by api/guest.py.)
-_UNBUILT = {'accessIPv4': 'guest networking (issue 23)',
-            'accessIPv6': 'guest networking (issue 23)',
-            'adminPass': 'guest access (issue 24)',
+# ``user_data`` and ``config_drive`` by api/guest.py; accessIPv4/v6 are
+# kept and shown.)
+_UNBUILT = {'adminPass': 'guest access (issue 24)',
             'hostname': 'guest access (issue 24)',
             'OS-DCF:diskConfig': 'an AUTO disk config'}
 _BUILT_VALUES = {'OS-DCF:diskConfig': ('MANUAL',)}
@@ -379,7 +398,8 @@ _SINCE = {'description': microversion.APIVersion(2, 19),
 
 
 def _attributes(body):
-    """The new server's description, user metadata and tags."""
+    """The new server's description, user metadata, tags and access
+    addresses."""
     for field, since in _SINCE.items():
         if field in body and request.version() < since:
             raise exception.Invalid(
@@ -390,6 +410,7 @@ def _attributes(body):
             if k not in views.POLICY_KEYS.values()}
     found = {'metadata': meta} if meta else {}
     found.update({k: body[k] for k in ('description', 'tags') if k in body})
+    found.update(schemas.access_ips(body))
     return found
 
 

@@ -4,9 +4,11 @@
         [--admin-url U] [--region RegionOne] [--no-image]   # print the commands
     tristate-manage catalog --public-url http://API:8774 --register [--os-cloud C]
 
-Tristate answers as two services: the compute API (type ``compute``, at
-``URL/v2.1``) and the image API (type ``image``, Glance v2, at
-``URL/image``; ``--no-image`` when a real Glance is registered instead).
+Tristate answers as three services: the compute API (type ``compute``, at
+``URL/v2.1``), the image API (type ``image``, Glance v2, at ``URL/image``;
+``--no-image`` when a real Glance is registered instead) and the
+reservation API (type ``reservation``, Blazar v1's leases and hosts, at
+``URL/reservation/v1``, where python-blazarclient looks for it).
 Without ``--register`` it prints the ``openstack`` commands an operator
 runs; with it, it makes them itself as the Keystone admin that
 openstacksdk's loader finds (``--os-cloud``/``OS_CLOUD`` and
@@ -23,6 +25,8 @@ SERVICES = (
     ('compute', 'tristate', 'Tristate compute API (Nova-compatible)',
      '/v2.1'),
     ('image', 'tristate-image', 'Tristate image API (Glance v2)', '/image'),
+    ('reservation', 'tristate-reservation',
+     'Tristate reservation API (Blazar v1)', '/reservation/v1'),
 )
 INTERFACES = ('public', 'internal', 'admin')
 

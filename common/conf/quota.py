@@ -50,13 +50,14 @@ opts = [
                help='User metadata items (key/value pairs) one server may '
                     'have; more is refused with Nova\'s 403. Range >= -1; '
                     'default 128 (Nova\'s); -1 means unlimited, 0 that a '
-                    'server may have none. Not settable per project yet.'),
+                    'server may have none. A project\'s quota set or the '
+                    'default quota class (metadata_items) overrides it.'),
     cfg.IntOpt('key_pairs', default=100, min=-1,
                help='Key pairs (os-keypairs) one user may have, unless the '
-                    '"default" quota class sets key_pairs; more is refused '
-                    'with Nova\'s 403. Range >= -1; default 100 (Nova\'s); '
-                    '-1 means unlimited, 0 that a user may have none. Not '
-                    'settable per project or user yet.'),
+                    'project\'s quota set or the "default" quota class sets '
+                    'key_pairs; more is refused with Nova\'s 403. Range >= '
+                    '-1; default 100 (Nova\'s); -1 means unlimited, 0 that '
+                    'a user may have none.'),
     cfg.BoolOpt('count_pending', default=True,
                 help='Whether an idle PENDING or ERROR instance (a build '
                      'that found no host or failed) keeps counting against '

@@ -4,6 +4,8 @@
 follow an instance's state are made in that state change's transaction
 (:meth:`AccountingMixin._accounted`)."""
 
+import sqlalchemy as sa
+
 from common import exception
 from common.db import lease_hosts
 from common.db import quota_classes
@@ -42,8 +44,10 @@ class AccountingMixin:
     def get_quotas(self, project_id):
         """{"defaults", "limits", "usage"}: each {resource: number}."""
         def txn(conn):
-            return {'defaults': quotas.defaults(conn, self.quota),
-                    'limits': quotas.limits(conn, project_id, self.quota),
+            return {'defaults': quota_classes.values(
+                        conn, quota_classes.DEFAULT, self.quota),
+                    'limits': quota_classes.project_values(
+                        conn, project_id, self.quota),
                     'usage': dict(quotas.usage(conn, project_id),
                                   **lease_hosts.quota_usage(conn,
                                                             project_id))}
@@ -52,10 +56,10 @@ class AccountingMixin:
     def set_quotas(self, project_id, values):
         """Override the project's limits (whole numbers >= -1)."""
         for resource, limit in values.items():
-            if resource not in quotas.LIMITS:
+            if resource not in quota_classes.RESOURCES:
                 raise exception.Invalid(
                     reason='unknown quota %r: expected %s' % (
-                        resource, ', '.join(quotas.LIMITS)))
+                        resource, ', '.join(quota_classes.RESOURCES)))
             if (not isinstance(limit, int) or isinstance(limit, bool)
                     or limit < quotas.UNLIMITED):
                 raise exception.Invalid(
@@ -66,6 +70,24 @@ class AccountingMixin:
             quotas.set_limits(conn, project_id, values, self.clock())
         self.db.transaction(txn)
         return self.get_quotas(project_id)
+
+    def delete_quotas(self, project_id):
+        """Drop the project's overrides: its limits are the defaults
+        again (Nova's DELETE os-quota-sets)."""
+        self.db.transaction(lambda conn: conn.execute(sa.delete(
+            quotas.L).where(quotas.L.c.project_id == project_id)))
+
+    def metadata_items(self, project_id, settings=None):
+        """The user metadata items one server of the project may have;
+        ``settings``: the [quota] options (default: this StateDB's)."""
+        return self.project_limit(project_id, 'metadata_items', settings)
+
+    def project_limit(self, project_id, resource, settings=None):
+        """The project's limit of one resource: its quota set's, else the
+        default class's, else ``settings`` (default: this StateDB's)."""
+        settings = settings or self.quota
+        return self.db.transaction(lambda conn: quota_classes.project_values(
+            conn, project_id, settings)[resource], readonly=True)
 
     def get_quota_class(self, class_name, settings=None):
         """{resource: limit} of the quota class (Nova's resources too);

@@ -1,5 +1,5 @@
 """What the user says of a server, none of it a state (issue 22): its
-name and description, user metadata, tags and lock.
+name and description, user metadata, tags, lock and access addresses.
 
 One method, :meth:`AttributesMixin.update_attributes`, changes any of them
 in one transaction on the row read ``FOR UPDATE``: two requests that each
@@ -10,6 +10,7 @@ runs beside any task, as a rename does.
 ``changes`` (validated by :func:`validate`)::
 
     {'name': str, 'description': str | None,
+     'access_ip_v4': str | None, 'access_ip_v6': str | None,
      'metadata': {'replace': bool, 'set': {key: value}, 'delete': [key]},
      'tags': {'replace': bool, 'add': [tag], 'delete': [tag]},
      'lock': {'locked': bool, 'by': 'owner' | 'admin', 'reason': str|None}}
@@ -23,12 +24,16 @@ import sqlalchemy as sa
 
 from common import exception
 from common.db import models
+from common.db import quota_classes
 from common.states import vm
 
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
 MAX_TAGS = 50                          # Nova's per-server limit
 _KINDS = {'name': str, 'description': (str, type(None)), 'metadata': dict,
-          'tags': dict, 'lock': dict}
+          'tags': dict, 'lock': dict, 'access_ip_v4': (str, type(None)),
+          'access_ip_v6': (str, type(None))}
+# Columns a change sets as they come (validated by the API tier).
+_AS_GIVEN = ('name', 'description', 'access_ip_v4', 'access_ip_v6')
 
 
 def validate(changes):
@@ -81,7 +86,7 @@ def _lock(change):
 
 def new_values(inst, changes, *, metadata_items=-1):
     """The column values ``changes`` makes of the row ``inst``."""
-    values = {k: changes[k] for k in ('name', 'description') if k in changes}
+    values = {k: changes[k] for k in _AS_GIVEN if k in changes}
     if 'metadata' in changes:
         values['metadata'] = _metadata(inst.get('metadata'),
                                        changes['metadata'], metadata_items)
@@ -100,7 +105,8 @@ class AttributesMixin:
         """Apply ``changes`` (see the module) to one instance; returns
         ``(before, after)``. ``check(before)`` runs on the row read for
         update, before any change, and may raise to refuse (the owner, the
-        lock). A hard-deleted instance is not found."""
+        lock). A hard-deleted instance is not found. ``metadata_items``
+        None: the instance's project's limit (its quota set's)."""
         validate(changes)
 
         def txn(conn):
@@ -109,8 +115,12 @@ class AttributesMixin:
                 raise exception.InstanceNotFound(instance=instance_uuid)
             if check is not None:
                 check(before)
-            values = new_values(before, changes,
-                                metadata_items=metadata_items)
+            limit = metadata_items
+            if limit is None:
+                limit = (quota_classes.project_values(
+                    conn, before['project_id'], self.quota)['metadata_items']
+                    if 'metadata' in changes else -1)
+            values = new_values(before, changes, metadata_items=limit)
             values['updated_at'] = self.clock()
             conn.execute(sa.update(I).where(I.c.uuid == instance_uuid)
                          .values({I.c[k]: v for k, v in values.items()}))

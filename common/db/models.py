@@ -121,6 +121,10 @@ class Instance(Base):
     user_data: Mapped[str | None] = mapped_column(Text)
     config_drive: Mapped[bool] = mapped_column(Boolean, default=False,
                                                server_default=sa.false())
+    # Nova's accessIPv4/accessIPv6: addresses the user sets and reads
+    # back; nothing acts on them (as in Nova).
+    access_ip_v4: Mapped[str | None] = mapped_column(String(39))
+    access_ip_v6: Mapped[str | None] = mapped_column(String(39))
 
 
 class Host(Base):

@@ -5,10 +5,14 @@ defaults for every project without an override of its own
 Nova does, and apply to nobody.
 
 Besides the limits Tristate enforces (:data:`common.db.quotas.LIMITS`), a
-class holds Nova's limits of features Tristate has not built (server
-groups, metadata items, ...): stored and shown with Nova's default values,
-enforced by nothing yet. ``key_pairs`` is enforced per user (os-keypairs):
-the ``default`` class's value, else ``[quota] key_pairs``.
+class and a project's quota set hold Nova's other limits (:data:`NOVA_ONLY`).
+``metadata_items`` is enforced (per server: the project's value, else the
+default class's, else ``[quota] metadata_items``), and ``key_pairs`` (per
+user, the same way from ``[quota] key_pairs``). The others count things
+Tristate does not have (fixed and floating IPs, security groups and rules,
+server groups, injected files: personality is refused on create): a limit
+on something nobody can make holds trivially, so they are stored and shown
+back, as Nova does, and nothing is accepted that a limit would have to stop.
 """
 
 import sqlalchemy as sa
@@ -39,8 +43,17 @@ def stored(conn, class_name):
 def values(conn, class_name, settings):
     """Every resource's limit in the class: stored, else the default."""
     found = dict(settings.defaults, **NOVA_ONLY)
-    found['key_pairs'] = getattr(settings, 'key_pairs', found['key_pairs'])
+    found['metadata_items'] = settings.metadata_items
+    found['key_pairs'] = settings.key_pairs
     found.update(stored(conn, class_name))
+    return found
+
+
+def project_values(conn, project_id, settings):
+    """Every resource's limit for a project: its overrides over the
+    default class's."""
+    found = values(conn, DEFAULT, settings)
+    found.update(quotas.limits(conn, project_id, settings))
     return found
 
 

@@ -89,15 +89,18 @@ class Settings:
     defaults: dict = dataclasses.field(
         default_factory=lambda: dict.fromkeys(LIMITS, UNLIMITED))
     count_pending: bool = True
-    # Nova's per-user key pair limit ([quota] key_pairs), under the
-    # ``default`` quota class's (common/db/quota_classes.py).
+    # user metadata items per server, unless a quota class or the project
+    # says otherwise (common/db/quota_classes.py)
+    metadata_items: int = 128
+    # Nova's per-user key pair limit ([quota] key_pairs), the same way
     key_pairs: int = 100
 
     @classmethod
     def from_conf(cls, conf):
         group = conf.quota
         return cls({r: getattr(group, r) for r in LIMITS},
-                   group.count_pending, group.key_pairs)
+                   group.count_pending, group.metadata_items,
+                   group.key_pairs)
 
 
 # --- what an instance holds ---------------------------------------------------

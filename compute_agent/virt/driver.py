@@ -218,6 +218,18 @@ class ComputeDriver(abc.ABC):
     def set_password(self, uuid, *, password):
         self._unsupported('set_password')
 
+    def get_diagnostics(self, uuid):
+        """What the hypervisor measures of the domain now (Nova's server
+        diagnostics): ``{'power_state', 'hypervisor', 'hypervisor_os',
+        'memory_kib', 'memory_used_kib', 'memory_stats': {name: KiB},
+        'cpus': [{'id', 'time'}], 'disks': [{'dev', 'read_bytes',
+        'read_requests', 'write_bytes', 'write_requests', 'errors_count'}],
+        'nics': [{'dev', 'mac_address', 'rx_octets', 'rx_packets',
+        'rx_errors', 'rx_drop', 'tx_octets', 'tx_packets', 'tx_errors',
+        'tx_drop'}]}`` (a counter the hypervisor does not keep is None).
+        :class:`DomainNotFound` when there is no such domain."""
+        self._unsupported('get_diagnostics')
+
 
 def power_state_of(info):
     """``info``'s power_state, NOSTATE when the domain is absent."""

@@ -65,6 +65,8 @@ FAULT_MODES = ('fail', 'fail_no_rollback', 'hang')
 DEFAULT_CAPACITY = driver.Capacity(vcpus=16, memory_mb=65536, disk_gb=1000)
 SNAPSHOT_SIZE = 64 * 1024      # bytes of a snapshot's disk, as the guest sees it
 _FLAVOR_KEYS = ('name', 'vcpus', 'memory_mb', 'disk_gb')
+DISK_COUNTERS = ('read_bytes', 'read_requests', 'write_bytes',
+                 'write_requests', 'errors_count')
 
 _ANY = None
 # operation: (power states it may start from, _ANY for any;
@@ -343,6 +345,23 @@ class FakeDriver(driver.ComputeDriver):
                 self._watcher.start()
 
     # --- lifecycle --------------------------------------------------------------
+
+    def get_diagnostics(self, uuid):
+        """From the record: the flavor's vCPUs and memory (used while
+        the domain runs), one disk; every counter 0 (nothing runs)."""
+        rec = self.store.domain(uuid)
+        if rec is None:
+            raise driver.DomainNotFound(uuid, self.host)
+        flavor = rec['flavor']
+        running = rec['power_state'] in (power.RUNNING, power.PAUSED)
+        memory = flavor['memory_mb'] * 1024
+        return {
+            'power_state': rec['power_state'], 'hypervisor': 'fake',
+            'hypervisor_os': None, 'memory_kib': memory,
+            'memory_used_kib': memory if running else 0, 'memory_stats': {},
+            'cpus': [{'id': i, 'time': 0} for i in range(flavor['vcpus'])],
+            'disks': [dict(dict.fromkeys(DISK_COUNTERS, 0), dev='vda')],
+            'nics': []}
 
     def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None,
               ports=()):

@@ -1,9 +1,13 @@
 """What the catalogue tests share: the embedded API over real HTTP, a
 python-novaclient for any token and microversion, and Tempest's response
 schemas as an oracle (the schema Tempest's own client would check a body
-with, at the microversion asked)."""
+with, at the microversion asked); and the fixtures the catalogue test
+modules share (import them into the module: ``from
+tests.functional.catalogue_support import url  # noqa: F401``).
+"""
 
 import jsonschema
+import pytest
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from novaclient import client as nova_client
@@ -12,6 +16,7 @@ from tempest.lib.services.compute import base_compute_client
 
 from api import service as api_service
 from tests.functional import api_support
+from tests.functional.api_support import Api
 
 
 def serve(plane):
@@ -52,3 +57,32 @@ def check(schema, resp):
             format_checker=jsonschema_validator.FORMAT_CHECKER)
     else:
         assert not resp.get_data(), resp.get_data()
+
+
+# --- the fixtures the catalogue tests share ---------------------------------------
+
+@pytest.fixture(scope='module')
+def plane(shared_plane):
+    return shared_plane
+
+
+@pytest.fixture(scope='module')
+def url(plane):
+    server = serve(plane)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture
+def member_token():
+    return api_support.new_project()
+
+
+@pytest.fixture
+def api(app):
+    return Api(app, token=api_support.new_project())
+
+
+@pytest.fixture
+def admin_api(app):
+    return Api(app, token=api_support.ADMIN_TOKEN)

@@ -15,32 +15,12 @@ from tests.functional import catalogue_support as support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 
-
-@pytest.fixture(scope='module')
-def plane(shared_plane):
-    return shared_plane
-
-
-@pytest.fixture(scope='module')
-def url(plane):
-    server = support.serve(plane)
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture
-def member_token():
-    return api_support.new_project()
-
-
-@pytest.fixture
-def api(app):
-    return Api(app, token=api_support.new_project())
-
-
-@pytest.fixture
-def admin_api(app):
-    return Api(app, token=api_support.ADMIN_TOKEN)
+# the catalogue tests' shared fixtures
+admin_api = support.admin_api
+api = support.api
+member_token = support.member_token
+plane = support.plane
+url = support.url
 
 
 def _name():
@@ -91,13 +71,21 @@ def test_a_server_runs_on_a_new_flavor_and_outlives_it(api, admin_api):
 def test_extra_specs(url, member_token):
     admin = support.nova(url, api_support.ADMIN_TOKEN, '2.61')
     flavor = admin.flavors.create(_name(), 512, 1, 1)
-    flavor.set_keys({'hw:cpu_policy': 'dedicated', 'quota:cpu_shares': 7})
+    flavor.set_keys({'hw:cpu_policy': 'shared', 'hw:numa_nodes': 1})
     member = support.nova(url, member_token, '2.61')
     assert member.flavors.get(flavor.id).get_keys() == {
-        'hw:cpu_policy': 'dedicated', 'quota:cpu_shares': '7'}
+        'hw:cpu_policy': 'shared', 'hw:numa_nodes': '1'}
     flavor.unset_keys(['hw:cpu_policy'])
     assert member.flavors.get(flavor.id).get_keys() == {
-        'quota:cpu_shares': '7'}
+        'hw:numa_nodes': '1'}
+    # what nothing here acts on is refused, naming the key, and not stored
+    for refused in ({'hw:cpu_policy': 'dedicated'}, {'quota:cpu_shares': 7},
+                    {'hw:numa_nodes': '2'}):
+        with pytest.raises(nova_exc.BadRequest,
+                           match='extra_specs.%s' % next(iter(refused))):
+            flavor.set_keys(refused)
+    assert member.flavors.get(flavor.id).get_keys() == {
+        'hw:numa_nodes': '1'}
     with pytest.raises(nova_exc.Forbidden):
         member.flavors.get(flavor.id).set_keys({'a': 'b'})
     admin.flavors.delete(flavor.id)
@@ -110,15 +98,16 @@ def test_extra_spec_requests_nova_refuses(admin_api, app):
     path = '/flavors/%s/os-extra_specs' % flavor_id
     bad = admin_api.post(path, {'extra_specs': {'bad/key': 'x'}})
     assert bad.status_code == 400 and 'extra_specs' in message(bad)
-    mismatch = admin_api.put(path + '/one', {'two': '2'})
+    mismatch = admin_api.put(path + '/hw:numa_nodes', {'hw:cpu_policy': 's'})
     assert mismatch.status_code == 400
     assert 'Request body and URI mismatch' in message(mismatch)
     assert admin_api.get(path + '/nope').status_code == 404
     assert admin_api.delete(path + '/nope').status_code == 404
-    assert admin_api.put(path + '/one', {'one': '1'}).get_json() == {
-        'one': '1'}
-    assert admin_api.get(path + '/one').get_json() == {'one': '1'}
-    assert admin_api.delete(path + '/one').status_code == 200
+    one = path + '/hw:numa_nodes'
+    assert admin_api.put(one, {'hw:numa_nodes': '1'}).get_json() == {
+        'hw:numa_nodes': '1'}
+    assert admin_api.get(one).get_json() == {'hw:numa_nodes': '1'}
+    assert admin_api.delete(one).status_code == 200
     assert admin_api.get('/flavors/nope/os-extra_specs').status_code == 404
 
 
@@ -231,11 +220,11 @@ def test_bodies_match_tempest_schemas(admin_api, version):
     from tempest.lib.api_schema.response.compute.v2_1 import (
         flavors_extra_specs as specs)
     support.check(specs.set_get_flavor_extra_specs, admin_api.post(
-        path, {'extra_specs': {'k': 'v'}}, version=version))
+        path, {'extra_specs': {'hw:cpu_policy': 'shared'}}, version=version))
     support.check(specs.set_get_flavor_extra_specs_key,
-                  admin_api.get(path + '/k', version=version))
+                  admin_api.get(path + '/hw:cpu_policy', version=version))
     support.check(specs.unset_flavor_extra_specs,
-                  admin_api.delete(path + '/k', version=version))
+                  admin_api.delete(path + '/hw:cpu_policy', version=version))
     support.check(schema('delete_flavor'),
                   admin_api.delete('/flavors/%s' % flavor_id,
                                    version=version))

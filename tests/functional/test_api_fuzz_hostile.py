@@ -125,6 +125,9 @@ TARGETS = [
      [], []),
     ('POST', '/servers/{id}/remote-consoles',
      {'remote_console': {'protocol': 'serial', 'type': 'serial'}}, [], []),
+    ('POST', '/os-server-external-events', {'events': [
+        {'name': 'network-changed',
+         'server_uuid': '6f2b8a2e-2f0e-4c52-9c5c-000000000000'}]}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),

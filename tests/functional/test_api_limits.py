@@ -14,27 +14,11 @@ from tests.functional import catalogue_support as support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 
-
-@pytest.fixture(scope='module')
-def plane(shared_plane):
-    return shared_plane
-
-
-@pytest.fixture(scope='module')
-def url(plane):
-    server = support.serve(plane)
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture
-def member_token():
-    return api_support.new_project()
-
-
-@pytest.fixture
-def admin_api(app):
-    return Api(app, token=api_support.ADMIN_TOKEN)
+# the catalogue tests' shared fixtures
+admin_api = support.admin_api
+member_token = support.member_token
+plane = support.plane
+url = support.url
 
 
 def _project(token):

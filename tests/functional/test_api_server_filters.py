@@ -201,3 +201,4 @@ def test_unknown_parameters_are_400_from_2_75(two):
     resp = api.get('/servers', query_string={'foo': '1'}, version='2.75')
     assert resp.status_code == 400
     assert 'foo' in message(resp)
+

@@ -50,12 +50,18 @@ def test_rename_with_nothing_to_change_answers_the_server(api):
         resp = _rename(api, server['id'], body)
         assert resp.status_code == 200, resp.get_json()
         assert resp.get_json()['server']['name'] == 'same'
-    # an address nothing sets yet (guest networking): refused, not ignored
+    # an access address that is not one: refused, nothing changes
     resp = _rename(api, server['id'], {'server': {'name': 'other',
-                                                  'accessIPv4': '10.0.0.1'}})
+                                                  'accessIPv4': '10.0.0'}})
     assert resp.status_code == 400
     assert 'server.accessIPv4' in resp.get_json()['badRequest']['message']
     assert api.server(server['id'])['name'] == 'same'
+    # one that is: stored with the name, shown back
+    resp = _rename(api, server['id'], {'server': {'name': 'other',
+                                                  'accessIPv4': '10.0.0.1'}})
+    assert resp.status_code == 200, resp.get_json()
+    assert api.server(server['id'])['accessIPv4'] == '10.0.0.1'
+    assert api.server(server['id'])['name'] == 'other'
 
 
 def test_rename_while_a_task_runs_keeps_the_task(api, shared_plane):

@@ -14,24 +14,20 @@ is checked is what the commands send and show.
 """
 
 import datetime
-import os
-import pathlib
-import subprocess
-import sys
 import uuid as uuidlib
 
 import pytest
 
-from api import service as api_service
 from tests.functional import api_support
-from tests.functional.test_openstackclient import _parsed
+from tests.functional import client_support
+from tests.functional import osc_support
 
-OPENSTACK = str(pathlib.Path(sys.executable).with_name('openstack'))
+_parsed = osc_support.parsed
+
 SUFFIX = uuidlib.uuid4().hex[:8]
 PROJECT = 'project-%s' % SUFFIX
 TOKENS = {'tristate': 'user-%s:%s' % (SUFFIX, PROJECT),
           'tristate-admin': api_support.ADMIN_TOKEN}
-COMMAND_TIMEOUT = 120
 LEASE = 'night-%s' % SUFFIX
 DATE = '%Y-%m-%d %H:%M'
 BLAZAR_DATE = '%Y-%m-%dT%H:%M:%S.%f'
@@ -49,31 +45,18 @@ CLOUD = """\
 
 @pytest.fixture(scope='module')
 def url(shared_plane):
-    conf = api_support.configure(shared_plane.conf)
-    client = api_service.make_client(conf, shared_plane.bus,
-                                     shared_plane.statedb)
-    server = api_service.serve(conf, client, host='127.0.0.1', port=0)
-    yield server.url
-    server.stop()
+    with client_support.serving(shared_plane) as url:
+        yield url
 
 
 @pytest.fixture(scope='module')
 def home(tmp_path_factory, url):
-    home = tmp_path_factory.mktemp('blazar-user')
-    (home / 'clouds.yaml').write_text('clouds:\n' + ''.join(
-        CLOUD.format(name=name, url=url, token=token)
-        for name, token in TOKENS.items()))
-    return home
+    return osc_support.write_clouds(tmp_path_factory.mktemp('blazar-user'),
+                                    CLOUD, url, TOKENS)
 
 
 def _run(home, args, cloud):
-    env = {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
-    env.update(OS_CLIENT_CONFIG_FILE=str(home / 'clouds.yaml'),
-               HOME=str(home))
-    return subprocess.run([OPENSTACK, '--os-cloud', cloud, 'reservation',
-                           *args], check=False, env=env, cwd=home,
-                          capture_output=True, text=True,
-                          timeout=COMMAND_TIMEOUT)
+    return osc_support.run(home, ['reservation', *args], cloud)
 
 
 def reservation(home, *args, cloud='tristate', parse=True):

@@ -1,5 +1,5 @@
 """``tristate-manage catalog``: the ``openstack`` commands that register
-Tristate's compute and image APIs in a Keystone catalog, and the same
+Tristate's compute, image and reservation APIs in a Keystone catalog, and the same
 made by the command itself (``--register``) as the admin of ``OS_*``
 variables, against the stand-in Keystone of
 :mod:`tests.functional.fake_keystone` (run twice, it changes nothing)."""
@@ -55,7 +55,15 @@ def test_it_prints_the_commands():
         ['openstack', 'endpoint', 'create', '--region', 'North', 'image',
          'public', 'https://api.example.net:8774/image'],
         ['openstack', 'endpoint', 'create', '--region', 'North', 'image',
-         'internal', 'http://10.0.0.5:8774/image']]
+         'internal', 'http://10.0.0.5:8774/image'],
+        ['openstack', 'service', 'create', '--name', 'tristate-reservation',
+         '--description', 'Tristate reservation API (Blazar v1)',
+         'reservation'],
+        ['openstack', 'endpoint', 'create', '--region', 'North',
+         'reservation', 'public',
+         'https://api.example.net:8774/reservation/v1'],
+        ['openstack', 'endpoint', 'create', '--region', 'North',
+         'reservation', 'internal', 'http://10.0.0.5:8774/reservation/v1']]
     without = manage('--public-url', 'http://api:8774', '--no-image')
     assert 'image' not in without.stdout.replace('Tristate', '')
 
@@ -64,16 +72,18 @@ def test_it_registers_once(keystone):
     env = dict(ADMIN_ENV, OS_AUTH_URL=keystone.url)
     done = manage('--public-url', 'http://api:8774', '--register', env=env)
     assert done.returncode == 0, (done.stdout, done.stderr)
-    assert done.stdout.count('created') == 4
+    assert done.stdout.count('created') == 6
     catalog = {s['type']: [(e['interface'], e['url'], e['region_id'])
                            for e in s['endpoints']]
                for s in keystone.catalog()}
     assert catalog == {
         'compute': [('public', 'http://api:8774/v2.1', 'RegionOne')],
-        'image': [('public', 'http://api:8774/image', 'RegionOne')]}
+        'image': [('public', 'http://api:8774/image', 'RegionOne')],
+        'reservation': [('public', 'http://api:8774/reservation/v1',
+                         'RegionOne')]}
     again = manage('--public-url', 'http://api:8774', '--register', env=env)
     assert again.returncode == 0 and 'created' not in again.stdout
-    assert len(keystone.endpoints) == 2
+    assert len(keystone.endpoints) == 3
 
 
 def test_without_credentials_it_says_what_to_set():

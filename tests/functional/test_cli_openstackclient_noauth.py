@@ -10,15 +10,13 @@ subprocess, on the shared plane's API served over HTTP.
 """
 
 import json
-import os
-import subprocess
 import uuid as uuidlib
 
 import pytest
 
-from api import service as api_service
 from tests.functional import api_support
-from tests.functional.test_openstackclient import OPENSTACK
+from tests.functional import client_support
+from tests.functional import osc_support
 from tests.images_support import IMAGE
 
 SUFFIX = uuidlib.uuid4().hex[:8]
@@ -37,32 +35,20 @@ CLOUD = """\
 
 @pytest.fixture(scope='module')
 def url(shared_plane):
-    conf = api_support.configure(shared_plane.conf)
-    client = api_service.make_client(conf, shared_plane.bus,
-                                     shared_plane.statedb)
-    server = api_service.serve(conf, client, host='127.0.0.1', port=0)
-    yield server.url
-    server.stop()
+    with client_support.serving(shared_plane) as url:
+        yield url
 
 
 @pytest.fixture(scope='module')
 def home(tmp_path_factory, url):
-    home = tmp_path_factory.mktemp('osc-noauth')
     tokens = {'admin': api_support.ADMIN_TOKEN,
               'member': 'user-%s:%s' % (SUFFIX, PROJECT)}
-    (home / 'clouds.yaml').write_text('clouds:\n' + ''.join(
-        CLOUD.format(name=name, url=url, token=token)
-        for name, token in tokens.items()))
-    return home
+    return osc_support.write_clouds(tmp_path_factory.mktemp('osc-noauth'),
+                                    CLOUD, url, tokens)
 
 
 def osc(home, *args, cloud='admin', ok=True):
-    env = {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
-    env.update(OS_CLIENT_CONFIG_FILE=str(home / 'clouds.yaml'),
-               HOME=str(home))
-    done = subprocess.run([OPENSTACK, '--os-cloud', cloud, *args],
-                          env=env, cwd=home, capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = osc_support.run(home, args, cloud)
     if ok:
         assert done.returncode == 0, (args, done.stdout, done.stderr)
     return done

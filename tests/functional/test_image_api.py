@@ -657,12 +657,22 @@ def test_nova_image_proxy(server, glance):
         'ACTIVE', 100, 2, 0, 100)
     assert shown['metadata'] == {'instance_uuid': 'abc'}
     assert shown['server']['id'] == 'abc'
+    # Nova's ``server`` filter: the server's id or one of its links (the
+    # link failed before, found by Tempest's test_list_images_filter_by_
+    # server_ref)
+    for ref in ('abc', server.url + '/v2.1/servers/abc',
+                'http://elsewhere/servers/abc'):
+        found = compute.get(base, params={'server': ref}).json()['images']
+        assert [i['id'] for i in found] == [image], ref
+    assert compute.get(base, params={'server': 'abd'}).json()[
+        'images'] == []
     assert compute.get(base, params={'name': 'a\x00'}).status_code == 400
     detail = compute.get(base + '/detail', params={'name': 'nova-view'})
     assert [i['id'] for i in detail.json()['images']] == [image]
     late = compute.get(base, headers={'OpenStack-API-Version':
                                       'compute 2.36'})
     assert late.status_code == 404
+    assert compute.delete(base + '/').status_code == 404   # a blank id
     assert compute.delete(base + '/' + image).status_code == 204
     assert compute.get(base + '/' + image).status_code == 404
 

@@ -188,7 +188,7 @@ def test_servers_with_the_reservation_hint(api, plane, clock):
         resp = api.post('/servers', {
             'server': {'name': 'job', 'flavorRef': 'tiny',
                        'imageRef': IMAGE},
-            'os:scheduler_hints': {key: res['id'], 'group': 'ignored'}})
+            'os:scheduler_hints': {key: res['id']}})
         assert resp.status_code == 202, resp.get_json()
         server = api.settled(resp.get_json()['server']['id'])
         assert server['status'] == 'ACTIVE'

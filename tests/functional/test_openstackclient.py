@@ -14,11 +14,7 @@ module fixtures (so any test also runs alone).
 """
 
 import hashlib
-import json
-import os
-import pathlib
 import subprocess
-import sys
 import uuid as uuidlib
 
 import openstack
@@ -26,13 +22,14 @@ import pytest
 
 from api import service as api_service
 from tests.functional import api_support
+from tests.functional import osc_support
 from tests.functional.conftest import TIMEOUT
 from tests.functional.conftest import domain
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_for
 from tests.images_support import IMAGES
 
-OPENSTACK = str(pathlib.Path(sys.executable).with_name('openstack'))
+OPENSTACK = osc_support.OPENSTACK
 SUFFIX = uuidlib.uuid4().hex[:8]
 PROJECT = 'project-%s' % SUFFIX
 TOKENS = {'tristate': 'user-%s:%s' % (SUFFIX, PROJECT),
@@ -42,7 +39,7 @@ IMAGE_NAME = 'osc-image'
 SNAPSHOT_NAME = 'osc-snapshot'
 # Generous: every command starts a Python process that imports
 # openstackclient (seconds on a loaded 2-core machine) before it waits.
-COMMAND_TIMEOUT = 120
+COMMAND_TIMEOUT = osc_support.COMMAND_TIMEOUT
 WAIT = TIMEOUT * 6
 
 CLOUD = """\
@@ -77,42 +74,26 @@ def url(plane):
 def home(tmp_path_factory, url):
     """A user's directory: its ``clouds.yaml`` and a qcow2 disk image."""
     home = tmp_path_factory.mktemp('osc-user')
-    (home / 'clouds.yaml').write_text('clouds:\n' + ''.join(
-        CLOUD.format(name=name, url=url, token=token)
-        for name, token in TOKENS.items()))
+    osc_support.write_clouds(home, CLOUD, url, TOKENS)
     subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2',
                     str(home / 'disk.qcow2'), '16M'], check=True)
     return home
 
 
-def _run(home, args, cloud):
-    env = {k: v for k, v in os.environ.items() if not k.startswith('OS_')}
-    env.update(OS_CLIENT_CONFIG_FILE=str(home / 'clouds.yaml'),
-               HOME=str(home))
-    return subprocess.run([OPENSTACK, '--os-cloud', cloud, *args],
-                          check=False, env=env, cwd=home,
-                          capture_output=True, text=True,
-                          timeout=COMMAND_TIMEOUT)
-
-
 def osc(home, *args, cloud='tristate', parse=True):
     """``openstack --os-cloud CLOUD ARGS -f json``: its output, parsed."""
-    done = _run(home, [*args, '-f', 'json'] if parse else args, cloud)
+    done = osc_support.run(home, [*args, '-f', 'json'] if parse else args,
+                           cloud)
     assert done.returncode == 0, (args, done.stdout, done.stderr)
     return _parsed(done.stdout) if parse else done.stdout
 
 
-def _parsed(output):
-    """The JSON document of a command's output: ``--wait`` writes
-    ``Progress: N`` and ``Complete`` lines before it."""
-    lines = output.splitlines(keepends=True)
-    start = next(i for i, line in enumerate(lines) if line[:1] in '{[')
-    return json.loads(''.join(lines[start:]))
+_parsed = osc_support.parsed
 
 
 def osc_fails(home, *args, cloud='tristate'):
     """The error output of a command that must fail."""
-    done = _run(home, args, cloud)
+    done = osc_support.run(home, args, cloud)
     assert done.returncode != 0, (args, done.stdout)
     return done.stderr
 

@@ -62,7 +62,9 @@ RESULTS = {
 }
 
 
-def test_ci_list_has_only_passed_tests_of_ci_areas(tmp_path):
+def test_ci_list_has_only_passed_tests_of_ci_areas(tmp_path, monkeypatch):
+    # (every class counts as one that builds no server here)
+    monkeypatch.setattr(tempest, 'CI_FAST', re.compile(''))
     path = tmp_path / 'ci.txt'
     tempest.write_ci_list(str(path), RESULTS, '47.0.0')
     regexes = [re.compile(line) for line in path.read_text().splitlines()
@@ -124,3 +126,19 @@ def test_a_class_that_did_not_set_up_gives_each_of_its_tests_its_result():
     }
     assert sorted(fixtures) == ['setUpClass (tempest.api.compute.a.T)',
                                 'tearDownClass (tempest.api.compute.c.V)']
+
+
+def test_ci_list_leaves_out_classes_that_build_servers(tmp_path):
+    results = {
+        'tempest.api.compute.admin.test_quotas.Q.test_get[id-1]':
+            {'status': 'passed'},
+        'tempest.api.compute.admin.test_servers.S.test_rebuild[id-2]':
+            {'status': 'passed'},
+        'tempest.api.compute.admin.test_flavors.F.test_create_server_x':
+            {'status': 'passed'}}
+    path = tmp_path / 'ci.txt'
+    tempest.write_ci_list(str(path), results, '47.0.0')
+    listed = [line for line in path.read_text().splitlines()
+              if not line.startswith('#')]
+    assert listed == ['^tempest\\.api\\.compute\\.admin\\.test_quotas\\.Q'
+                      '\\.test_get(\\[|$)']

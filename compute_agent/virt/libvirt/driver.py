@@ -41,6 +41,7 @@ from compute_agent.virt.driver import VirtError
 from compute_agent.virt.libvirt import config
 from compute_agent.virt.libvirt import connection as connection_mod
 from compute_agent.virt.libvirt import detours
+from compute_agent.virt.libvirt import diagnostics
 from compute_agent.virt.libvirt import disks
 from compute_agent.virt.libvirt import events
 from compute_agent.virt.libvirt import power as power_map
@@ -284,6 +285,20 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         return DomainInfo(uuid, power_state, self._book.reason(
             uuid, power_state, natural,
             shutting_down=state == libvirt.VIR_DOMAIN_SHUTDOWN))
+
+    def get_diagnostics(self, uuid):
+        """The domain's diagnostics from libvirt (a read: the domain is
+        not marked busy)."""
+        def read(conn):
+            dom = self._lookup(conn, uuid)
+            if dom is None:
+                raise driver.DomainNotFound(uuid, self.host)
+            return diagnostics.read(dom, self.virt_type)
+        try:
+            return self.connection.run(read)
+        except libvirt.libvirtError as err:
+            raise VirtError('diagnostics of domain %s on host %s failed: %s'
+                            % (uuid, self.host, err)) from None
 
     def watch(self, callback):
         """``callback(DomainInfo)`` after each debounced lifecycle change."""

@@ -12,10 +12,11 @@ issue that builds it, and creates nothing; the values Tristate does honour
 pass (``networks`` "auto"/"none", which openstackclient sends by default
 from 2.37; a false ``config_drive``; MANUAL disk config). Networks were
 built later (issue 23: tests/functional/test_networks.py), zones (issue 25:
-tests/functional/test_api_aggregates_zones.py), and the key pair, the user
+tests/functional/test_api_aggregates_zones.py), the key pair, the user
 data and the config drive (issue 24: tests/functional/
-test_api_guest_access.py); security groups other than ``default`` are
-still refused.
+test_api_guest_access.py), and ``accessIPv4``/``accessIPv6`` are stored and
+shown (tests/functional/test_access_ips_clients.py); security groups other
+than ``default`` are still refused.
 """
 
 import pytest
@@ -42,8 +43,7 @@ def _count(api):
 @pytest.mark.parametrize('field, value', [
     ('adminPass', 'secret'),
     ('security_groups', [{'name': 'web'}]),
-    ('accessIPv4', '10.0.0.1'),
-    ('accessIPv6', '::1'), ('hostname', 'guest'),
+    ('hostname', 'guest'),
     ('OS-DCF:diskConfig', 'AUTO')])
 def test_a_field_nothing_acts_on_is_refused(api, field, value):
     before = _count(api)
