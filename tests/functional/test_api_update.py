@@ -41,7 +41,7 @@ def test_rename_answers_with_the_server(api):
     # no task: the action log has no entry for it
     log = api.get('/servers/%s/os-instance-actions'
                   % server['id']).get_json()['instanceActions']
-    assert [e['action'] for e in log] == ['build']
+    assert [e['action'] for e in log] == ['create']
 
 
 def test_rename_with_nothing_to_change_answers_the_server(api):

@@ -45,7 +45,7 @@ def test_migrate_of_a_server_is_not_supported_yet(admin, server):
     shown = admin.servers.get(server.id)
     assert shown.status == 'ACTIVE'
     assert [a.action for a in admin.instance_action.list(server)] == [
-        'build']
+        'create']
 
 
 @pytest.mark.parametrize('key', sorted(actions.UNBUILT))

@@ -29,4 +29,4 @@ def test_an_unknown_host_is_400_and_the_server_stays(url):
     shown = admin.servers.get(server.id)
     assert shown.status == 'ACTIVE'
     assert [a.action for a in admin.instance_action.list(server)] == [
-        'build']
+        'create']
