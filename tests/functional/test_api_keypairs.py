@@ -21,7 +21,6 @@ from common import keypairs as crypto
 from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
-from tests.functional.conftest import set_opts
 from tests.functional.test_api_response_schemas import check
 from tests.functional.test_api_response_schemas import schema_of
 
@@ -221,9 +220,12 @@ def test_the_list_pages_by_name_from_2_35(user):
     assert resp.status_code == 400 and 'sort' in message(resp)
 
 
-def test_a_user_holds_at_most_key_pairs_of_the_quota(shared_plane, app,
-                                                      user):
-    set_opts(shared_plane.conf, 'quota', key_pairs=2)
+def test_a_user_holds_at_most_key_pairs_of_the_quota(app, user):
+    admin = Api(app, token=api_support.ADMIN_TOKEN)
+    project = user.token.split(':')[1]
+    quota_path = '/os-quota-sets/%s' % project
+    assert admin.put(quota_path, {'quota_set': {
+        'key_pairs': 2}}).status_code == 200
     try:
         line, _ = _ed25519()
         for name in ('one', 'two'):
@@ -233,18 +235,20 @@ def test_a_user_holds_at_most_key_pairs_of_the_quota(shared_plane, app,
             'name': 'three', 'public_key': line}})
         assert resp.status_code == 403
         assert 'too many key pairs' in message(resp)
-        project = user.token.split(':')[1]
-        quota = user.get('/os-quota-sets/%s' % project).get_json()
-        assert quota['quota_set']['key_pairs'] == 2
+        assert user.get(quota_path).get_json()['quota_set']['key_pairs'] == 2
         limits = user.get('/limits').get_json()['limits']['absolute']
         assert limits['maxTotalKeypairs'] == 2
-        # the default quota class's value is every user's, over [quota]
-        admin = Api(app, token=api_support.ADMIN_TOKEN)
+        # the project's value wins over the default quota class's ...
         assert admin.put('/os-quota-class-sets/default', {
             'quota_class_set': {'key_pairs': 5}}).status_code == 200
         assert user.post('/os-keypairs', {'keypair': {
+            'name': 'three', 'public_key': line}}).status_code == 403
+        # ... which is the project's once its own is gone
+        assert admin.delete(quota_path).status_code == 202
+        assert user.post('/os-keypairs', {'keypair': {
             'name': 'three', 'public_key': line}}).status_code == 201
-        assert user.get('/os-quota-sets/%s' % project).get_json()[
-            'quota_set']['key_pairs'] == 5
+        assert user.get(quota_path).get_json()['quota_set'][
+            'key_pairs'] == 5
     finally:
-        set_opts(shared_plane.conf, 'quota', key_pairs=100)
+        admin.put('/os-quota-class-sets/default', {
+            'quota_class_set': {'key_pairs': 100}})
