@@ -46,7 +46,8 @@ def failure(client, server, task_id):
         if result == SUCCESS:
             return None
         return 'task %s (%s) of server %s ended %s%s; the server is %s' % (
-            task_id, entry['action'], server['id'], result,
+            task_id, entry.get('tristate:action', entry['action']),
+            server['id'], result,
             ': %s' % entry['message'] if entry.get('message') else '',
             server['status'])
     if server['status'] in FAILED_STATUSES:

@@ -240,8 +240,16 @@ def server_abort(server_id, migration_id):
                             'Tristate (it ends by its own timeout).')
 
 
+# Nova's body of a force-complete: {"force_complete": null}
+_FORCE_COMPLETE = {'type': 'object',
+                   'properties': {'force_complete': {'type': 'null'}},
+                   'required': ['force_complete'],
+                   'additionalProperties': False}
+
+
 @bp.post('/servers/<server_id>/migrations/<migration_id>/action')
 def server_force_complete(server_id, migration_id):
+    request.json_body(_FORCE_COMPLETE)
     _server_rows(server_id)
     raise exception.Invalid('Forcing a live migration to complete is not '
                             'supported by Tristate.')

@@ -128,6 +128,20 @@ TARGETS = [
     ('POST', '/os-server-external-events', {'events': [
         {'name': 'network-changed',
          'server_uuid': '6f2b8a2e-2f0e-4c52-9c5c-000000000000'}]}, [], []),
+    # admins' aggregates (a member's request is a 403 before its body
+    # matters) and a migration's force/abort (not supported)
+    ('POST', '/os-aggregates', {'aggregate': {'name': 'agg'}}, [], []),
+    ('PUT', '/os-aggregates/<aggregate_id>', {'aggregate': {'name': 'agg'}},
+     [], []),
+    ('POST', '/os-aggregates/<aggregate_id>/action',
+     {'add_host': {'host': 'host1'}}, [], []),
+    ('POST', '/os-aggregates/<aggregate_id>/images',
+     {'cache': [{'id': IMAGE}]}, [], []),
+    ('POST', '/servers/{id}/migrations/<migration_id>/action',
+     {'force_complete': None}, [], []),
+    ('POST', '/os-keypairs', {'keypair': {
+        'name': 'k', 'public_key': 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq'
+        'vN0xq0vAcHnL6xWkl2w2ZJ9yq8Oj5bGm2T0J3dE7C'}}, [], []),
 ] + [('POST', '/servers/{id}/action', {key: body}, one_line, free)
      for key, body, one_line, free in [
          ('os-stop', None, [], []), ('os-start', None, [], []),
@@ -252,7 +266,9 @@ def _seen(attacker, aims):
 
 # Routes that exist only from a microversion on (below it: 404 unread).
 SINCE = {('PUT', '/flavors/<flavor_id>'): '2.55',
-         ('POST', '/servers/{id}/remote-consoles'): '2.6'}
+         ('POST', '/servers/{id}/remote-consoles'): '2.6',
+         ('POST', '/os-aggregates/<aggregate_id>/images'): '2.81',
+         ('POST', '/servers/{id}/migrations/<migration_id>/action'): '2.23'}
 
 
 def _send(attacker, aims, method, path, text, headers=None):

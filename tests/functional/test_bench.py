@@ -136,7 +136,7 @@ def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
     order = []
 
     class Plane:
-        def __init__(self, hosts):
+        def __init__(self, hosts, **options):
             pass
 
         def __enter__(self):
