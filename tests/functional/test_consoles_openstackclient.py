@@ -9,6 +9,7 @@ import pytest
 
 from api import service as api_service
 from tests.functional import api_support
+from tests.functional import osc_support as osc_command
 from tests.functional import test_openstackclient as osc_support
 from tests.functional.conftest import Planes
 from tests.functional.conftest import new_conf
@@ -53,7 +54,7 @@ def server(plane):
 
 
 def _run(home, *args, cloud='tristate'):
-    return osc_support._run(home, list(args), cloud)  # noqa: SLF001
+    return osc_command.run(home, list(args), cloud)
 
 
 def test_console_log_show(home, server):
