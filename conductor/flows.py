@@ -185,7 +185,10 @@ _ATTRIBUTE_STATES = (states.vm.ACTIVE, states.vm.PAUSED, states.vm.SUSPENDED,
 
 def _refuse_attribute_state(inst, changes):
     for key, needs_idle in (('metadata', True), ('tags', False)):
-        busy = needs_idle and inst.get('task_id')
+        # a change made as part of the running task (a rebuild's metadata)
+        # is that task's, not another's
+        busy = (needs_idle and inst.get('task_id') and inst['task_id'] != (
+            changes.get(key) or {}).get('during_task'))
         if key in changes and (busy or inst['vm_state']
                                not in _ATTRIBUTE_STATES):
             raise exception.ActionNotAllowed(

@@ -208,8 +208,9 @@ def _rebuild_guest(body):
 def _rebuild_attributes(inst, changes, after):
     """The claimed rebuild's new name, description and metadata."""
     if 'metadata' in changes:
-        server_attrs.write_metadata(inst['uuid'], changes.pop('metadata'),
-                                    replace=True)
+        server_attrs.write_metadata(
+            inst['uuid'], changes.pop('metadata'), replace=True,
+            task_id=after.get('started_task_id') or after.get('task_id'))
     if changes:
         request.services().client.update_attributes(
             request.context(), inst['uuid'], changes)

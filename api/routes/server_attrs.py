@@ -60,13 +60,19 @@ def _split(items):
     return policies, user
 
 
-def write_metadata(server_id, items, *, replace=False, delete=()):
+def write_metadata(server_id, items, *, replace=False, delete=(),
+                   task_id=None):
+    """``task_id``: the task this change is part of (a rebuild's new
+    metadata), which the change may run under (Nova's state rule refuses
+    a metadata change while any other task runs)."""
     policies, user = _split(items)
     rule = 'tristate:servers:metadata:update'
     inst = None
     if user or replace or delete:
-        inst = change(server_id, {'metadata': {
-            'replace': replace, 'set': user, 'delete': list(delete)}}, rule)
+        meta = {'replace': replace, 'set': user, 'delete': list(delete)}
+        if task_id:
+            meta['during_task'] = task_id
+        inst = change(server_id, {'metadata': meta}, rule)
     if policies:
         inst = inst or request.get_server(server_id, rule=rule)
         table.refuse_if_locked(inst, request.context(), 'update')
