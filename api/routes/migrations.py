@@ -157,6 +157,12 @@ def shown(row, version):
         if (row['migration_type'] == _LIVE
                 and row['status'] in _IN_PROGRESS):
             body['links'] = _links(row['instance_uuid'], row['id'])
+    return _versioned(body, row, version)
+
+
+def _versioned(body, row, version):
+    """``body`` with the keys of later microversions: ``uuid`` (2.59),
+    ``user_id``/``project_id`` (2.80)."""
     if version >= PAGING:
         body['uuid'] = row['uuid']
     if version >= USERS:
@@ -208,12 +214,7 @@ def _in_progress(row, version):
                 'memory_remaining_bytes', 'disk_total_bytes',
                 'disk_processed_bytes', 'disk_remaining_bytes'):
         body[key] = None
-    if version >= PAGING:
-        body['uuid'] = row['uuid']
-    if version >= USERS:
-        body['user_id'] = row['user_id']
-        body['project_id'] = row['project_id']
-    return body
+    return _versioned(body, row, version)
 
 
 @bp.get('/servers/<server_id>/migrations')
