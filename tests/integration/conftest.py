@@ -49,6 +49,7 @@ from common.db import api as db_api
 from common.db import checks
 from common.db import engine
 from common.db import migration
+from common.states import power
 from compute_agent import journal
 from compute_agent.virt import fake
 from tests import images_support
@@ -443,6 +444,17 @@ class Plane:
 
     def domain(self, inst):
         return self.domains(inst['host']).get(inst['uuid'])
+
+    def wait_destroyed(self, inst, timeout):
+        """Until the domain of the deleted ``inst`` is gone from its host
+        and the conductor has stored that (a full report that no longer
+        finds it: power_state NOSTATE). Until then ``check`` rightly names
+        a domain reported after the delete."""
+        def gone():
+            return (self.domain(inst) is None and self.instance(
+                inst['uuid'])['power_state'] == power.NOSTATE)
+        return self.wait_for(gone, timeout, 'the domain of deleted %s to be '
+                             'destroyed and reported gone' % inst['uuid'])
 
 
 @pytest.fixture

@@ -127,8 +127,7 @@ def test_agents_killed_mid_task_fail_their_tasks_on_restart(make_plane):
     for uuid, (action, task_id) in running.items():
         _assert_failed_as_lost(plane, uuid, action, task_id)
     for inst in doomed:
-        plane.wait_for(lambda i=inst: plane.domain(i) is None, 60,
-                       'the domain of deleted %s to be destroyed' % inst['uuid'])
+        plane.wait_destroyed(inst, 60)
     assert plane.violations() == []
 
     # The agents run tasks again, on the instances whose tasks were lost.

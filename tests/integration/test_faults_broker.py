@@ -119,9 +119,7 @@ def test_broker_killed_under_load_loses_nothing(make_plane, broker):
         inst = _ended(plane, uuid, task_id, done)
         _assert_matches_hypervisor(plane, inst)
     for inst in doomed:
-        plane.wait_for(lambda i=inst: plane.domain(i) is None, 90,
-                       'the domain of deleted %s to be destroyed'
-                       % inst['uuid'])
+        plane.wait_destroyed(inst, 90)
     everything = plane.statedb.list_instances(include_deleted=True)
     assert len(everything) == len(before) + BUILDS
     assert plane.violations() == []
