@@ -67,6 +67,8 @@ SNAPSHOT_SIZE = 64 * 1024      # bytes of a snapshot's disk, as the guest sees i
 _FLAVOR_KEYS = ('name', 'vcpus', 'memory_mb', 'disk_gb')
 DISK_COUNTERS = ('read_bytes', 'read_requests', 'write_bytes',
                  'write_requests', 'errors_count')
+NIC_COUNTERS = ('rx_octets', 'rx_packets', 'rx_errors', 'rx_drop',
+                'tx_octets', 'tx_packets', 'tx_errors', 'tx_drop')
 
 _ANY = None
 # operation: (power states it may start from, _ANY for any;
@@ -348,7 +350,10 @@ class FakeDriver(driver.ComputeDriver):
 
     def get_diagnostics(self, uuid):
         """From the record: the flavor's vCPUs and memory (used while
-        the domain runs), one disk; every counter 0 (nothing runs)."""
+        the domain runs), one disk, a NIC per port (a tap device named
+        as Nova names one, ``tap`` and the port id's first 11 characters,
+        and its MAC); every counter 0
+        (nothing runs)."""
         rec = self.store.domain(uuid)
         if rec is None:
             raise driver.DomainNotFound(uuid, self.host)
@@ -361,7 +366,9 @@ class FakeDriver(driver.ComputeDriver):
             'memory_used_kib': memory if running else 0, 'memory_stats': {},
             'cpus': [{'id': i, 'time': 0} for i in range(flavor['vcpus'])],
             'disks': [dict(dict.fromkeys(DISK_COUNTERS, 0), dev='vda')],
-            'nics': []}
+            'nics': [dict(dict.fromkeys(NIC_COUNTERS, 0), mac_address=port[
+                'mac'], dev='tap' + port['id'][:11]) for port in rec.get(
+                    'ports') or ()]}
 
     def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None,
               ports=()):

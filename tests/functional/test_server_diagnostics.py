@@ -57,6 +57,28 @@ def test_diagnostics_at_2_1_and_2_48(url):
     assert admin.servers.diagnostics(server)[1]['state'] == 'shutdown'
 
 
+def test_a_nic_per_port_with_its_mac(shared_plane, url):
+    """Each port of the server is a NIC in the diagnostics, with its MAC
+    (before: the fake hypervisor showed none)."""
+    app = api_support.make_app(shared_plane)
+    admin_api = api_support.Api(app, token=api_support.ADMIN_TOKEN)
+    resp = admin_api.post('/os-networks', {'network': {
+        'name': 'diagnosed', 'cidr': '10.77.0.0/24', 'bridge': 'br-diag'}})
+    assert resp.status_code == 201, resp.get_json()
+    net = resp.get_json()['network']
+    admin = client_support.nova(url, api_support.ADMIN_TOKEN, '2.48')
+    server = features._boot(admin, 'wired', nics=[{'net-id': net['id']},
+                                                  {'net-id': net['id']}])
+    macs = sorted(a['OS-EXT-IPS-MAC:mac_addr'] for a in admin.servers.get(
+        server.id).addresses['diagnosed'])
+    _resp, body = admin.servers.diagnostics(server)
+    assert body['num_nics'] == 2
+    assert sorted(n['mac_address'] for n in body['nic_details']) == macs
+    _resp, old = client_support.nova(
+        url, api_support.ADMIN_TOKEN, '2.1').servers.diagnostics(server)
+    assert sum(key.endswith('_rx') for key in old) == 2
+
+
 def test_a_member_may_not_and_a_server_on_no_host_is_409(url):
     token = api_support.new_project()
     member = client_support.nova(url, token, '2.48')
