@@ -429,8 +429,10 @@ class Flows:
                                       rolled_back=True)
             return False
         except MigrationNotPrepared as err:
+            # the destination's allocation goes (as after a failed move)
             self.gateway.fail_quietly(task_ctx, inst['uuid'], error=str(err),
-                                      rolled_back=True)
+                                      rolled_back=True,
+                                      settle=[{'end_moves': True}])
             return False
         return True
 

@@ -57,6 +57,7 @@ FLAGS = (libvirt.VIR_MIGRATE_LIVE | libvirt.VIR_MIGRATE_PEER2PEER
          | libvirt.VIR_MIGRATE_UNDEFINE_SOURCE
          | libvirt.VIR_MIGRATE_NON_SHARED_INC)
 POLL = 0.5                      # seconds between two reads of the job
+PROGRESS_EVERY = 5.0            # seconds: progress sent again, unchanged
 ElementTree.register_namespace('tristate', config.NAMESPACE)
 
 
@@ -265,14 +266,19 @@ class MigrationOps:
         settings = self.migration
         deadline = (self.clock() + settings.timeout if settings.timeout
                     else None)
-        last = None
+        last, sent = None, None
         post_copy = False
         while not job.wait(settings.poll):
             percent = self._job_percent(dom)
-            if percent is not None and (last is None or percent > last) \
-                    and progress is not None:
+            if percent is not None and (last is None or percent > last):
                 last = percent
-                progress(min(percent, 99))
+            # sent when it grew, and at least every PROGRESS_EVERY seconds:
+            # the answer says whether the task still holds the instance
+            if progress is not None and last is not None and (
+                    sent is None or sent[0] < min(last, 99)
+                    or self.clock() - sent[1] >= PROGRESS_EVERY):
+                sent = (min(last, 99), self.clock())
+                progress(sent[0])
             if deadline is None or post_copy or self.clock() < deadline:
                 continue
             if settings.permit_post_copy:
