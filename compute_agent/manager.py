@@ -183,6 +183,14 @@ class AgentManager:
             self.dhcp.refresh_from(self.driver, instance_uuid)
         configdrive.remove(self.conf, self.host, instance_uuid)
 
+    def prepare_live_migration(self, ctx, instance, params):
+        """1.6: this host as a live migration's destination
+        (:func:`compute_agent.tasks.prepare_incoming`); a failure is
+        raised to the conductor, which fails the task before it starts."""
+        LOG.info('Preparing to receive domain %s', instance['uuid'])
+        return tasks.prepare_incoming(_TaskView(self, ctx), instance,
+                                      params or {})
+
     def get_diagnostics(self, ctx, instance_uuid):
         """1.4: the driver's diagnostics of the domain; None when there
         is no such domain here, ``{'error': why}`` when the driver could

@@ -16,13 +16,16 @@ Version history:
   listener is), both calls answered at once, no task (issue 24).
 * 1.4 - get_diagnostics (a call): the driver's diagnostics of one domain
   (Nova's server diagnostics), None when the host has no such domain.
+* 1.6 - prepare_live_migration (a call, on a live migration's
+  destination before the task goes to the source): what the driver made
+  ready there (:func:`compute_agent.tasks.prepare_incoming`).
 """
 
 from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.4'
+VERSION = '1.6'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -67,6 +70,23 @@ class ComputeAPI:
                 ctx, 'get_diagnostics', instance_uuid=instance_uuid)
         except rpc.MessagingException as err:
             metrics.rpc_error('get_diagnostics', err)
+            raise
+
+    def prepare_live_migration(self, ctx, *, host, instance, params,
+                               timeout=None):
+        """1.6: have ``host`` ready to receive ``instance`` (a task
+        payload) by live migration; what the source's driver needs, {}
+        when the destination's driver needs nothing. None when capped
+        below 1.6 (a libvirt source then refuses the move)."""
+        if not self.client.can_send_version('1.6'):
+            return None
+        try:
+            return self.client.prepare(server=host, version='1.6',
+                                       timeout=timeout).call(
+                ctx, 'prepare_live_migration', instance=instance,
+                params=params)
+        except rpc.MessagingException as err:
+            metrics.rpc_error('prepare_live_migration', err)
             raise
 
     def destroy_domain(self, ctx, *, host, instance_uuid):

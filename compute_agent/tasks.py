@@ -225,6 +225,35 @@ def _resize(agent, inst, params):
     agent.progress(inst, step=states.step.RESIZE_FINISH)
 
 
+def _live_migrate(agent, inst, params):
+    """To ``params['dest']``, prepared as ``params['incoming']`` says (the
+    destination's answer to agent RPC 1.6, for a driver that takes it);
+    the job's progress is the task's."""
+    method = agent.driver.migrate_out
+    extra = {}
+    if takes(method, 'incoming'):
+        extra['incoming'] = params.get('incoming')
+    if takes(method, 'progress'):
+        extra['progress'] = lambda percent: agent.progress(inst,
+                                                           percent=percent)
+    method(inst['uuid'], dest=params['dest'], **extra)
+
+
+def prepare_incoming(agent, inst, params):
+    """Agent RPC 1.6 on a live migration's destination: what the driver
+    made ready for the domain (its ``prepare_incoming``), with the image
+    the domain is built on fetched into this host's cache; {} for a driver
+    that needs nothing (the fake)."""
+    method = getattr(agent.driver, 'prepare_incoming', None)
+    if method is None:
+        return {}
+    flavor = Flavor(inst['flavor_name'], inst['vcpus'], inst['memory_mb'],
+                    inst['disk_gb'])
+    with _image(agent, params, inst['image_ref'], method) as extra:
+        return method(inst['uuid'], flavor=flavor,
+                      image_ref=inst['image_ref'], **extra)
+
+
 def _simple(method, **fixed):
     def run(agent, inst, params):
         getattr(agent.driver, method)(inst['uuid'], **fixed)
@@ -252,8 +281,7 @@ HANDLERS = {
     'resize': _resize,
     'confirm_resize': _simple('confirm_resize'),
     'revert_resize': _simple('revert_resize'),
-    'live_migrate': lambda agent, inst, params: agent.driver.migrate_out(
-        inst['uuid'], dest=params['dest']),
+    'live_migrate': _live_migrate,
     'snapshot': _snapshot,
     'backup': _backup,
     'set_password': lambda agent, inst, params: agent.driver.set_password(

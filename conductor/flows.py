@@ -43,6 +43,11 @@ PARAMS = {
 }
 
 
+class MigrationNotPrepared(Exception):
+    """A live migration's destination could not get ready: the task
+    fails before it starts, the guest untouched."""
+
+
 def validate_params(action, params):
     spec = PARAMS.get(action, {})
     unknown = sorted(set(params) - set(spec))
@@ -417,11 +422,35 @@ class Flows:
                     only=inst['host'])
             elif action == 'live_migrate':
                 params['dest'] = self._migration_dest(task_ctx, inst, params)
+                params['incoming'] = self._prepare_incoming(
+                    task_ctx, inst, params['dest'])
         except exception.NoValidHost as err:
             self.gateway.fail_quietly(task_ctx, inst['uuid'], error=err.message,
                                       rolled_back=True)
             return False
+        except MigrationNotPrepared as err:
+            # the destination's allocation goes (as after a failed move)
+            self.gateway.fail_quietly(task_ctx, inst['uuid'], error=str(err),
+                                      rolled_back=True,
+                                      settle=[{'end_moves': True}])
+            return False
         return True
+
+    def _prepare_incoming(self, task_ctx, inst, dest):
+        """The destination's answer to agent RPC 1.6 (its disk made ready
+        on its own copy of the image, which it fetches now if it has none:
+        the request waits for that, up to ``[conductor] rpc_timeout``);
+        None from an agent before 1.6."""
+        payload = gw.payload(inst)
+        params = self.images.task_params(dest, payload, 'build', {})
+        try:
+            return self.compute.prepare_live_migration(
+                task_ctx, host=dest, instance=payload, params=params,
+                timeout=self.conf.conductor.rpc_timeout)
+        except Exception as err:     # any failure: the move is refused
+            raise MigrationNotPrepared(
+                'host %s could not prepare to receive instance %s: %s'
+                % (dest, inst['uuid'], err)) from None
 
     def _migration_dest(self, task_ctx, inst, params):
         return self.scheduler.select_and_allocate(

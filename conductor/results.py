@@ -182,6 +182,23 @@ class Results:
             self.reconciler.consider(after)
         return after
 
+    def _migration_dest(self, instance_uuid):
+        """The host a live migration of the instance was going to."""
+        return next((a['host'] for a in self.db.list_allocations(
+            instance_uuid=instance_uuid) if a['purpose'] == 'migration'),
+            None)
+
+    def _abandon_incoming(self, ctx, host, instance_uuid):
+        """A live migration failed with the guest still on its source:
+        what its destination prepared (the instance's directory and disk,
+        agent RPC 1.6) goes, as a destroy of a domain that is not there."""
+        try:
+            self.reconciler.flows.compute.destroy_domain(
+                ctx, host=host, instance_uuid=instance_uuid)
+        except Exception as err:      # best effort: the files only
+            LOG.warning('Could not ask host %s to remove what it prepared '
+                        'for instance %s: %s', host, instance_uuid, err)
+
     def _values_on_success(self, conn, inst, action, values):
         if action in ('build', 'rebuild') and inst['vm_state'] in (
                 states.vm.INITIALIZED, states.vm.PENDING):
@@ -212,6 +229,8 @@ class Results:
             fault_code = None
         inst = self.db.get_instance(instance_uuid)
         action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
+        prepared = (self._migration_dest(instance_uuid)
+                    if action == 'live_migrate' and rolled_back else None)
         after = self.gateway.fail(
             ctx, instance_uuid, host=host, error=error,
             rolled_back=rolled_back, power=power, fault_code=fault_code,
@@ -219,6 +238,8 @@ class Results:
                                      rolled_back=rolled_back, power=power))
         if action in images.WRITES:
             self.images.snapshot_failed(instance_uuid)
+        if prepared:
+            self._abandon_incoming(ctx, prepared, instance_uuid)
         now = self.db.get_instance(instance_uuid)
         # A failed reconcile task (power_on, power_off) on a domain that did
         # not change would be decided and fail again at once, forever: the

@@ -349,7 +349,11 @@ private_libvirtd_start() {
         || { echo "libvirtd is not installed" >&2; exit 1; }
     id libvirt-qemu >/dev/null 2>&1 || { echo "no user libvirt-qemu" >&2; exit 1; }
     alive "$pl/pid" && { echo "the private libvirtd already runs in $pl" >&2; exit 1; }
-    mkdir -p "$pl/home" "$pl/run"
+    mkdir -p "$pl/home" "$pl/run" "$pl/c/libvirt"
+    # A host_uuid of its own: libvirt refuses a live migration between two
+    # daemons that say they are the same host (the live migration test).
+    [ -f "$pl/c/libvirt/libvirtd.conf" ] ||
+        echo "host_uuid = \"$(cat /proc/sys/kernel/random/uuid)\"" >"$pl/c/libvirt/libvirtd.conf"
     chown -R libvirt-qemu "$pl"
     chmod 755 "$dir" "$pl"
     chmod 700 "$pl/run"

@@ -1,7 +1,10 @@
 """Options of the ``[libvirt]`` group: the libvirt virt driver (KVM/QEMU, Xen).
 
 Read by :meth:`compute_agent.virt.libvirt.LibvirtDriver.from_conf` only, with
-``[compute] shutdown_timeout`` for clean shutdowns. Nothing here imports the
+``[compute] shutdown_timeout`` for clean shutdowns. The ``live_migration_*``
+options are read by :mod:`compute_agent.virt.libvirt.migration`: the
+destination's say where the source sends the guest, the source's how long
+it may take and whether post-copy may finish it. Nothing here imports the
 libvirt library.
 """
 
@@ -75,6 +78,49 @@ opts = [
                      'share domains. The test driver never writes a node '
                      'file back: a re-opened connection starts from the '
                      'file again. Default: true.'),
+    cfg.StrOpt('live_migration_scheme', default='tcp',
+               choices=['tcp', 'tls', 'ssh'],
+               help='Transport of the libvirt-to-libvirt connection of a '
+                    'live migration into this host: the source\'s libvirtd '
+                    'connects to qemu+SCHEME://INBOUND_ADDR/system (tcp: '
+                    'libvirtd\'s TCP socket, port 16509, with SASL or on a '
+                    'trusted network only; tls: port 16514 with '
+                    'certificates; ssh: as root over SSH, keys between the '
+                    'hosts). Ignored when live_migration_uri is set. '
+                    'Default: tcp.'),
+    cfg.StrOpt('live_migration_inbound_addr', default=None,
+               help='Address other hosts reach this host at for live '
+                    'migrations into it: the libvirt connection '
+                    '(live_migration_scheme) and the migration\'s data '
+                    '(QEMU\'s memory stream and the NBD disk copy, on '
+                    'tcp://ADDR, ports 49152-49215 of qemu.conf '
+                    'migration_port_min/max). Default (unset): this '
+                    'machine\'s host name, and libvirt\'s choice of data '
+                    'address.'),
+    cfg.StrOpt('live_migration_uri', default=None,
+               help='The libvirt URI a source host\'s libvirtd connects to '
+                    'for a live migration into this host, instead of '
+                    'qemu+SCHEME://INBOUND_ADDR/system; %s in it is '
+                    'replaced by live_migration_inbound_addr (e.g. '
+                    'qemu+ssh://migrator@%s/system). Default (unset): made '
+                    'from live_migration_scheme.'),
+    cfg.IntOpt('live_migration_timeout', default=600, min=0,
+               help='Seconds a live migration out of this host may run: '
+                    'then it is aborted (abortJob) and the guest keeps '
+                    'running here, ACTIVE, the task failed; or, with '
+                    'live_migration_permit_post_copy, switched to post-copy '
+                    'so that it completes. Unlike Nova\'s '
+                    'live_migration_completion_timeout it is not scaled by '
+                    'the guest\'s size. Range >= 0; default 600; 0: no '
+                    'limit.'),
+    cfg.BoolOpt('live_migration_permit_post_copy', default=False,
+                help='Let a live migration that reaches '
+                     'live_migration_timeout finish in post-copy mode (the '
+                     'guest runs on the destination at once and fetches '
+                     'its memory pages from the source on demand) instead '
+                     'of being aborted. In post-copy a network or host '
+                     'failure loses the guest: neither copy is complete. '
+                     'Default: false.'),
 ]
 
 

@@ -3,7 +3,8 @@
 Owns the host's connection (:mod:`.connection`), its event watcher
 (:mod:`.events`), the mapping to power_state and reason (:mod:`.power`) and
 the simple lifecycle operations; the operations that replace a definition
-(rescue, rebuild, resize, snapshot) are in :mod:`.detours`.
+(rescue, rebuild, resize, snapshot) are in :mod:`.detours`; live migration
+(both halves) in :mod:`.migration`.
 
 Reasons: libvirt's state reason says why a domain is down; an operation the
 agent asked for reports reason None instead (the driver remembers its own
@@ -44,6 +45,7 @@ from compute_agent.virt.libvirt import detours
 from compute_agent.virt.libvirt import diagnostics
 from compute_agent.virt.libvirt import disks
 from compute_agent.virt.libvirt import events
+from compute_agent.virt.libvirt import migration
 from compute_agent.virt.libvirt import power as power_map
 from compute_agent.virt.libvirt import preserve
 
@@ -101,7 +103,7 @@ def _all_states(conn):
 
 
 class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
-                    driver.ComputeDriver):
+                    migration.MigrationOps, driver.ComputeDriver):
     """One libvirt host. Thread-safe: tasks, the reporter and the event
     thread use it at once."""
 
@@ -115,7 +117,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                  shutdown_timeout=60, reconnect_interval_min=0.5,
                  reconnect_interval_max=30.0, reconnect_timeout=60.0,
                  test_node_per_host=True, cpu_mode='host-model',
-                 poll_interval=0.2, console=None):
+                 poll_interval=0.2, console=None, live_migration=None):
         for what, value, allowed in (('virt_type', virt_type,
                                       config.VIRT_TYPES),
                                      ('cpu_mode', cpu_mode, config.CPU_MODES)):
@@ -128,6 +130,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         self.images = images
         self.instances_path = instances_path
         self.console = console or consolelog.Settings()
+        self.migration = live_migration or migration.Settings()
         self._ports_lock = threading.Lock()
         self.event_debounce = (DEBOUNCE.get(virt_type, DEBOUNCE['xen'])
                                if event_debounce is None else event_debounce)
@@ -161,7 +164,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                    reconnect_timeout=group.reconnect_timeout,
                    test_node_per_host=group.test_node_per_host,
                    cpu_mode=group.cpu_mode,
-                   console=consolelog.Settings.from_conf(conf))
+                   console=consolelog.Settings.from_conf(conf),
+                   live_migration=migration.Settings.from_conf(conf))
 
     # --- setting up and down ---------------------------------------------------
 

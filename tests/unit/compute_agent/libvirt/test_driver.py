@@ -354,7 +354,28 @@ def test_set_password_without_guest_agent_is_not_supported(drv, uuid,
     assert state(drv, uuid) == RUNNING
 
 
-def test_migrate_out_is_not_supported(drv, uuid):
-    with pytest.raises(virt.NotSupported) as exc:
+def test_migrate_out_without_a_prepared_destination_is_refused(drv, uuid):
+    with pytest.raises(virt.VirtError, match='did not prepare') as exc:
         drv.migrate_out(uuid, dest='h2')
     assert exc.value.rolled_back
+    assert state(drv, uuid) == RUNNING
+
+
+def test_the_test_driver_cannot_migrate_and_the_guest_stays(drv, uuid,
+                                                            make_driver,
+                                                            tmp_path):
+    """libvirt's test:/// driver has no migration (its domains live in the
+    client library): the move fails rolled back, the domain untouched. The
+    real one: tests/functional/test_live_migration_on_real_qemu.py."""
+    dest = make_driver(host='h2')
+    dest.instances_path = str(tmp_path / 'instances-h2')
+    incoming = dest.prepare_incoming(uuid, flavor=TINY, image_ref='cirros')
+    assert os.path.exists(incoming['disk'])
+    assert qemu_info(incoming['disk'])['backing-filename'].endswith('cirros')
+    assert incoming['uri'].startswith('qemu+tcp://')
+    with pytest.raises(virt.VirtError, match='live migration') as exc:
+        drv.migrate_out(uuid, dest='h2', incoming=incoming)
+    assert exc.value.rolled_back
+    assert state(drv, uuid) == RUNNING
+    dest.abandon_incoming(uuid)
+    assert not os.path.exists(os.path.dirname(incoming['disk']))
