@@ -13,6 +13,8 @@
 import contextlib
 import datetime
 import os
+import re
+import sys
 import uuid as uuidlib
 
 import pytest
@@ -28,6 +30,64 @@ from common.states import VM_STATES
 from common.states import vm
 
 PG_URL_ENV = 'TRISTATE_TEST_PG_URL'
+
+
+# --- parallel runs (pytest-xdist) ------------------------------------------------
+# tools/run-tests.sh runs the suite on two workers (``-n 2 --dist
+# loadgroup``), each with servers of its own: worker gwN (N > 0) reads
+# ``TRISTATE_TEST_W<N>_*`` as ``TRISTATE_TEST_*`` (a second PostgreSQL and
+# RabbitMQ started for it), so a test that kills its broker or its
+# database never hits a test of the other worker. Read here, when the
+# worker first imports this file, before any test module reads them.
+
+def _worker_services(environ):
+    worker = environ.get('PYTEST_XDIST_WORKER', '')
+    if not worker.startswith('gw') or worker == 'gw0':
+        return
+    prefix = 'TRISTATE_TEST_W%s_' % worker[2:]
+    own = {key[len(prefix):]: value for key, value in environ.items()
+           if key.startswith(prefix)}
+    shared = [key for key in ('TRISTATE_TEST_PG_URL', 'TRISTATE_TEST_RABBIT_URL')
+              if key in environ]
+    if shared and not own:
+        sys.exit('worker %s has no servers of its own (%s*): it would share '
+                 'gw0\'s %s, which the fault tests stop; start a set per '
+                 'worker as tools/run-tests.sh does, or run without -n'
+                 % (worker, prefix, ', '.join(shared)))
+    for key, value in own.items():
+        environ['TRISTATE_TEST_' + key] = value
+
+
+_worker_services(os.environ)
+
+# Modules that use the host itself (the system libvirtd and the serial
+# ports of its guests, bridges, network namespaces, dnsmasq): one worker
+# runs them all, one after the other. Every other module runs whole on one
+# worker (its module fixtures set up once). The controller schedules by
+# node id alone, so these are named by path
+# (tests/unit/test_parallel_groups.py checks every module that boots QEMU
+# or makes namespaces is matched).
+HOST_MODULES = re.compile(r'(_on_real_qemu|/test_test_image|/test_dhcp_dnsmasq'
+                          r'|/test_libvirt_agent|/test_qemu_guest_\w+'
+                          r'|/test_guest_reboot_\w+)\w*\.py$')
+
+
+def scope_of(nodeid):
+    """The group a test runs in: ``host``, or its module."""
+    path = nodeid.split('::', 1)[0]
+    return 'host' if HOST_MODULES.search(path) else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModule(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return scope_of(nodeid)
+    return ByModule(config, log)
+
+
 HOST = 'node1'
 FLAVOR = {'vcpus': 2, 'memory_mb': 2048, 'disk_gb': 20}
 

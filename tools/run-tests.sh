@@ -43,12 +43,32 @@ cached_venv TRISTATE_TEST_TEMPEST tempest-venv "${TEMPEST_PINS[@]}"
 
 work=$(mktemp -d /tmp/tristate-tests.XXXXXX)
 chmod 755 "$work"
-cleanup() { tools/test-services.sh stop "$work" || true; rm -rf "$work"; }
+# The suite runs on TRISTATE_TEST_WORKERS pytest-xdist workers (2 unless
+# told; 1: one process), each with a PostgreSQL and a RabbitMQ of its own:
+# worker N > 0 gets TRISTATE_TEST_W<N>_* (tests/conftest.py reads them), on
+# ports 100 * N above the first set's, so the tests that stop a server
+# never hit the other worker's tests.
+workers=${TRISTATE_TEST_WORKERS:-2}
+cleanup() {
+    local dir
+    for dir in "$work"/w*; do
+        [ -d "$dir" ] && { tools/test-services.sh stop "$dir" || true; }
+    done
+    tools/test-services.sh stop "$work" || true
+    rm -rf "$work"
+}
 trap cleanup EXIT
-echo "== starting PostgreSQL and RabbitMQ on 127.0.0.1, and libvirtd"
+echo "== starting PostgreSQL and RabbitMQ on 127.0.0.1 (a set per worker: $workers), and libvirtd"
 services=$(tools/test-services.sh start "$work")   # fails the run if one fails
 eval "$services"
 export TRISTATE_TEST_PG_URL TRISTATE_TEST_RABBIT_URL TRISTATE_TEST_RABBIT_CTL
+for ((n = 1; n < workers; n++)); do
+    more=$(TRISTATE_TEST_PG_PORT=$((${TRISTATE_TEST_PG_PORT:-54329} + 100 * n)) \
+           TRISTATE_TEST_RABBIT_PORT=$((${TRISTATE_TEST_RABBIT_PORT:-56729} + 100 * n)) \
+           tools/test-services.sh start "$work/w$n")
+    eval "$(sed "s/^export TRISTATE_TEST_/export TRISTATE_TEST_W${n}_/" <<<"$more")"
+done
+export TRISTATE_TEST_WORKERS=$workers
 export TRISTATE_TEST_LIBVIRT_URI=${TRISTATE_TEST_LIBVIRT_URI:-}
 
 # The test guest, built once (into its cache, kept between runs; apt fetches
