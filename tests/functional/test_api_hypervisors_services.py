@@ -73,7 +73,7 @@ def test_servers_by_pattern_from_2_53(url, api):
 @pytest.mark.parametrize('path, version, code', [
     ('/os-hypervisors/999999', '2.1', 404),
     ('/os-hypervisors/host1', '2.1', 404),
-    ('/os-hypervisors/%s' % uuidlib.uuid4(), '2.53', 404),
+    ('/os-hypervisors/0b6b2bd1-6a43-4c55-a5a8-4f4c0a1e8d21', '2.53', 404),
     ('/os-hypervisors/1', '2.53', 400),
     ('/os-hypervisors/statistics', '2.88', 404),
     ('/os-hypervisors/1/uptime', '2.88', 404),
@@ -203,7 +203,8 @@ def test_disable_and_enable_by_uuid(url):
     ('disable', {'host': 'host1', 'binary': 'nova-compute', 'x': 1}, '2.1',
      400, 'x'),
     ('not-a-uuid', {'status': 'disabled'}, '2.53', 400, 'Invalid uuid'),
-    (str(uuidlib.uuid4()), {'status': 'disabled'}, '2.53', 404, 'not be'),
+    ('5d9e3c2a-1f4b-4e8a-9c7d-2b6a8f0e4c13', {'status': 'disabled'}, '2.53',
+     404, 'not be'),
 ])
 def test_service_updates_nova_refuses(admin_api, path, body, version, code,
                                       words):

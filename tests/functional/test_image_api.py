@@ -170,7 +170,7 @@ def test_bad_creates_are_refused_naming_the_field(glance, body, code, word):
     ('/v2/images', {'os_distro\x00': 'x'}),
     ('/v2/images', {'marker': '\x00'}),
     ('/v2/images/a%00b', {}),
-    ('/v2/images/%s/members/a%%00b' % uuidlib.uuid4(), {}),
+    ('/v2/images/7f3a9c1e-5b2d-4e6f-8a0b-c4d2e6f8a1b3/members/a%00b', {}),
 ])
 def test_control_characters_in_paths_and_queries_are_400(glance, path,
                                                         params):
