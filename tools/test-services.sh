@@ -243,7 +243,8 @@ rabbit_epmd() {
 
 # rabbit_boot PORT...: start the node of rabbit_settings (or cluster_node)
 # after checking that its AMQP port and PORT... are free, and the epmd of
-# $epmd_pidfile if it does not run; waits until the node is up.
+# $epmd_pidfile if it does not run; waits until the node is up, at most
+# TRISTATE_TEST_RABBIT_BOOT_TIMEOUT (60) seconds.
 rabbit_boot() {
     alive "$rb/beam.pid" && { echo "RabbitMQ already runs in $rb" >&2; exit 1; }
     local port
@@ -258,7 +259,8 @@ rabbit_boot() {
     rabbit_epmd
     rm -f "$rb/beam.pid"
     "${as_rabbit[@]}" "$rabbit_bin/rabbitmq-server" </dev/null >>"$rb/server.out" 2>&1 &
-    local server=$! deadline=$((SECONDS + 60)) rc
+    local server=$! boot=${TRISTATE_TEST_RABBIT_BOOT_TIMEOUT:-60} rc deadline
+    deadline=$((SECONDS + boot))
     # Every rabbitmqctl run boots an Erlang VM of its own, which slows the
     # node's boot on a small machine: poll it once the AMQP port answers.
     while true; do
@@ -275,7 +277,7 @@ rabbit_boot() {
             exit 1
         fi
         if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "RabbitMQ did not start in 60 s (rabbitmqctl await_startup exit" \
+            echo "RabbitMQ did not start in $boot s (rabbitmqctl await_startup exit" \
                 "$rc); see $rb/log and $rb/server.out" >&2
             exit 1
         fi

@@ -35,6 +35,10 @@ RABBIT_SERVER = '/usr/lib/rabbitmq/bin/rabbitmq-server'
 PORT_ENV = 'TRISTATE_TEST_RABBIT_CLUSTER_PORT'
 NODES = (0, 1, 2)
 PORTS = 17      # the cluster uses N .. N+16 (see tools/test-services.sh)
+# Seconds a node may take to boot: a node killed under load, started again
+# on 2 busy cores, took over 60 s once (9 s on an idle cluster).
+BOOT_ENV = 'TRISTATE_TEST_RABBIT_BOOT_TIMEOUT'
+BOOT = 180
 
 
 def _listening(port):
@@ -65,21 +69,30 @@ class Cluster:
         self.url = None
         self.down = set()
 
-    def _run(self, *args, timeout=120, env=None):
+    def _run(self, *args, timeout=BOOT + 60, env=None):
         done = subprocess.run([SCRIPT, 'cluster', self.path, *args],
                               capture_output=True, text=True, check=False,
-                              timeout=timeout, env=env)
+                              timeout=timeout, env=dict(env or os.environ, **{
+                                  BOOT_ENV: str(BOOT)}))
         assert done.returncode == 0, 'cluster %s failed (%d): %s%s' % (
             ' '.join(args), done.returncode, done.stdout, done.stderr)
         return done.stdout
 
     def start(self):
-        out = self._run('start', timeout=240, env=dict(
+        out = self._run('start', timeout=2 * BOOT + 60, env=dict(
             os.environ, **{PORT_ENV: str(_free_base())}))
         line = next(x for x in out.splitlines()
                     if 'TRISTATE_TEST_RABBIT_CLUSTER_URL=' in x)
         self.url = line.split('=', 1)[1]
         return self
+
+    def keep_logs(self, where):
+        """Copy the nodes' logs to ``where`` (the directory is removed)."""
+        for node in NODES:
+            logs = os.path.join(self.path, 'cluster', 'n%d' % node, 'log')
+            if os.path.isdir(logs):
+                shutil.copytree(logs, os.path.join(where, 'n%d' % node),
+                                dirs_exist_ok=True)
 
     def stop(self):
         with_errors = subprocess.run([SCRIPT, 'cluster', self.path, 'stop'],
@@ -122,8 +135,9 @@ class Cluster:
         raise AssertionError('no queue %s' % queue)
 
 
-def running_cluster():
-    """For a fixture: yields a started :class:`Cluster`, then removes it."""
+def running_cluster(logs):
+    """For a fixture: yields a started :class:`Cluster`, then removes it,
+    its nodes' logs copied to ``logs``."""
     if not os.path.exists(RABBIT_SERVER):
         if os.environ.get('CI') == 'true':
             pytest.fail('CI needs rabbitmq-server for the cluster test')
@@ -132,6 +146,7 @@ def running_cluster():
     try:
         yield made.start()
     finally:
+        made.keep_logs(logs)
         made.stop()
 
 
@@ -146,6 +161,7 @@ class Request:
         self.error = None
         self.started = time.monotonic()
         self.took = None
+        self.ran = None     # seconds from its task's start to its end
 
     def __repr__(self):
         return '%s %s -> %s (%s)' % (self.kind, self.uuid, self.target,
@@ -284,6 +300,8 @@ def verify(plane, load, deadline):
         entry = _entry(plane, request)
         assert entry['result'] != states.RESULT_RUNNING, (request, entry)
         assert entry['finished_at'] is not None, (request, entry)
+        request.ran = (entry['finished_at']
+                       - entry['started_at']).total_seconds()
         if entry['result'] != states.RESULT_SUCCESS:
             assert entry['message'], (request, entry)
             failed.append((request, entry['message']))
@@ -326,8 +344,13 @@ def summary(load, failed, events):
     lines.extend('  %r' % r for r in refused)
     lines.append('tasks that failed: %d' % len(failed))
     lines.extend('  %r: %s' % item for item in failed)
+    tasks = sorted((r for r in load.requests if r.ran is not None),
+                   key=lambda r: r.ran)
     if calls:
         lines.append('longest stall: the slowest call took %.1f s (%r)'
                      % (calls[-1].took, calls[-1]))
+    if tasks:
+        lines.append('longest task: %.1f s from its start to its end (%r)'
+                     % (tasks[-1].ran, tasks[-1]))
     lines.extend(events)
     return lines

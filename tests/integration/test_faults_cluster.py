@@ -51,8 +51,8 @@ CLUSTER_RABBIT = {
 
 
 @pytest.fixture
-def cluster():
-    yield from running_cluster()
+def cluster(tmp_path):
+    yield from running_cluster(tmp_path / 'rabbitmq')
 
 
 def _plane(request, tmp_path, url):
