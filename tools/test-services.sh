@@ -9,6 +9,10 @@
 #       a private libvirtd of its own (see below; the libvirtd-restart test)
 #   tools/test-services.sh pg DIR start|stop|kill
 #       the PostgreSQL server alone (stop: -m fast, kill: -m immediate)
+#   tools/test-services.sh cluster DIR start|stop
+#   tools/test-services.sh cluster DIR node I start|stop|kill | ctl I ARGS...
+#       a three-node RabbitMQ cluster of its own (see "a three-node
+#       RabbitMQ cluster" below; tests/integration/test_faults_cluster.py)
 # PostgreSQL: a fresh cluster in DIR/pg (initdb + pg_ctl as user postgres).
 # RabbitMQ: a private node in DIR/rabbit (its own epmd port, Erlang cookie,
 # mnesia, logs, config and no plugins), run as user rabbitmq, stopped by PID.
@@ -22,11 +26,12 @@
 # skip with the reason.
 set -euo pipefail
 
-usage="usage: $0 start|stop DIR | $0 rabbit|pg|libvirtd DIR start|stop|kill"
+usage="usage: $0 start|stop DIR | $0 rabbit|pg|libvirtd DIR start|stop|kill
+       $0 cluster DIR start|stop | node I start|stop|kill | ctl I ARGS..."
 cmd=${1:?$usage}
 dir=${2:?$usage}
-[ "$cmd" = start ] && mkdir -p "$dir"
-[ -d "$dir" ] || { [ "$cmd" = stop ] && exit 0; echo "no directory $dir" >&2; exit 1; }
+case "$cmd/${3:-}" in start/*|cluster/start) mkdir -p "$dir" ;; esac
+[ -d "$dir" ] || { case "$cmd/${3:-}" in stop/*|cluster/stop) exit 0 ;; esac; echo "no directory $dir" >&2; exit 1; }
 dir=$(cd "$dir" && pwd)
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 pg_port=${TRISTATE_TEST_PG_PORT:-54329}
@@ -78,10 +83,18 @@ rabbit_settings() {
     else
         rabbit_port=${TRISTATE_TEST_RABBIT_PORT:-56729}
     fi
-    # Everything the node and rabbitmqctl read comes from DIR/rabbit.
+    epmd_port=$((rabbit_port + 12))
+    epmd_pidfile=$rb/epmd.pid
+    rabbit_env_set $((rabbit_port + 1)) $((rabbit_port + 2)) $((rabbit_port + 11))
+}
+
+# rabbit_env_set DIST_PORT CTL_MIN CTL_MAX: the environment of the node
+# $rabbit_node in $rb (AMQP port $rabbit_port, epmd $epmd_port).
+rabbit_env_set() {
+    # Everything the node and rabbitmqctl read comes from $rb.
     rabbit_env=(
         HOME="$rb/home"
-        ERL_EPMD_PORT=$((rabbit_port + 12))
+        ERL_EPMD_PORT=$epmd_port
         RABBITMQ_CONF_ENV_FILE="$rb/rabbitmq-env.conf"
         RABBITMQ_CONFIG_FILE="$rb/rabbitmq.conf"
         RABBITMQ_ADVANCED_CONFIG_FILE="$rb/advanced.config"
@@ -92,11 +105,11 @@ rabbit_settings() {
         RABBITMQ_NODENAME="$rabbit_node"
         RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
         RABBITMQ_NODE_PORT="$rabbit_port"
-        RABBITMQ_DIST_PORT=$((rabbit_port + 1))
+        RABBITMQ_DIST_PORT="$1"
         RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
         RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
-        RABBITMQ_CTL_DIST_PORT_MIN=$((rabbit_port + 2))
-        RABBITMQ_CTL_DIST_PORT_MAX=$((rabbit_port + 11))
+        RABBITMQ_CTL_DIST_PORT_MIN="$2"
+        RABBITMQ_CTL_DIST_PORT_MAX="$3"
     )
     # A command, not a function: `"${as_rabbit[@]}" CMD &` sets $! to CMD's
     # own PID (setpriv and env exec it; a function would run in a subshell).
@@ -217,23 +230,37 @@ CONF
 rabbit_start() {
     rabbit_settings
     rabbit_prepare
+    rabbit_boot $((rabbit_port + 1)) $((rabbit_port + 13))
+}
+
+# The epmd of $epmd_pidfile, started unless it runs.
+rabbit_epmd() {
+    alive "$epmd_pidfile" && return 0
+    "${as_rabbit[@]}" epmd -address 127.0.0.1 -port "$epmd_port" \
+        </dev/null >>"${epmd_pidfile%.pid}.log" 2>&1 &
+    echo $! >"$epmd_pidfile"
+}
+
+# rabbit_boot PORT...: start the node of rabbit_settings (or cluster_node)
+# after checking that its AMQP port and PORT... are free, and the epmd of
+# $epmd_pidfile if it does not run; waits until the node is up, at most
+# TRISTATE_TEST_RABBIT_BOOT_TIMEOUT (60) seconds.
+rabbit_boot() {
     alive "$rb/beam.pid" && { echo "RabbitMQ already runs in $rb" >&2; exit 1; }
     local port
-    for port in "$rabbit_port" $((rabbit_port + 1)) $((rabbit_port + 13)); do
+    for port in "$rabbit_port" "$@"; do
         if listening "$port"; then
             echo "port $port of 127.0.0.1 is taken: set TRISTATE_TEST_RABBIT_PORT" \
-                "to a free N (N, N+1, N+2..N+13 are used)" >&2
+                "(or TRISTATE_TEST_RABBIT_CLUSTER_PORT) to a free N (see" \
+                "tools/test-services.sh for the ports used from N on)" >&2
             exit 1
         fi
     done
-    if ! alive "$rb/epmd.pid"; then
-        "${as_rabbit[@]}" epmd -address 127.0.0.1 -port $((rabbit_port + 12)) \
-            </dev/null >>"$rb/epmd.log" 2>&1 &
-        echo $! >"$rb/epmd.pid"
-    fi
+    rabbit_epmd
     rm -f "$rb/beam.pid"
     "${as_rabbit[@]}" "$rabbit_bin/rabbitmq-server" </dev/null >>"$rb/server.out" 2>&1 &
-    local server=$! deadline=$((SECONDS + 60)) rc
+    local server=$! boot=${TRISTATE_TEST_RABBIT_BOOT_TIMEOUT:-60} rc deadline
+    deadline=$((SECONDS + boot))
     # Every rabbitmqctl run boots an Erlang VM of its own, which slows the
     # node's boot on a small machine: poll it once the AMQP port answers.
     while true; do
@@ -250,7 +277,7 @@ rabbit_start() {
             exit 1
         fi
         if [ "$SECONDS" -ge "$deadline" ]; then
-            echo "RabbitMQ did not start in 60 s (rabbitmqctl await_startup exit" \
+            echo "RabbitMQ did not start in $boot s (rabbitmqctl await_startup exit" \
                 "$rc); see $rb/log and $rb/server.out" >&2
             exit 1
         fi
@@ -286,6 +313,119 @@ start_rabbit() {
     done <"$rb/passwords"
     # The broker-restart test runs: $TRISTATE_TEST_RABBIT_CTL stop|kill|start
     echo "export TRISTATE_TEST_RABBIT_CTL='$(cd "$(dirname "$0")" && pwd)/$(basename "$0") rabbit $dir'"
+}
+
+# --- a three-node RabbitMQ cluster ------------------------------------------
+# `cluster DIR start` starts three nodes tristate-c0..c2@localhost in
+# DIR/cluster/n0..n2 (each its mnesia, logs and config; one Erlang cookie)
+# on one private epmd, joins c1 and c2 to c0 with `rabbitmqctl
+# join_cluster`, and prints TRISTATE_TEST_RABBIT_CLUSTER_URL (all three
+# nodes, user guest). Ports from N = TRISTATE_TEST_RABBIT_CLUSTER_PORT
+# (57100): epmd N, AMQP N+1..N+3, Erlang distribution N+4..N+6,
+# rabbitmqctl's own nodes N+7..N+16. `cluster DIR stop` stops every node
+# and epmd and removes DIR/cluster; `cluster DIR node I start|stop|kill`
+# acts on node I alone (kill: SIGKILL; a node started again rejoins);
+# `cluster DIR ctl I ARGS...` runs rabbitmqctl ARGS against node I.
+cl=$dir/cluster
+cluster_nodes=(0 1 2)
+
+# cluster_node I: rb, rabbit_node, rabbit_port... of node I.
+cluster_node() {
+    local base
+    base=$(cat "$cl/port")
+    rb=$cl/n$1
+    rabbit_node=tristate-c$1@localhost
+    rabbit_port=$((base + 1 + $1))
+    epmd_port=$base
+    epmd_pidfile=$cl/epmd.pid
+    cluster_dist_port=$((base + 4 + $1))
+    rabbit_env_set "$cluster_dist_port" $((base + 7)) $((base + 16))
+}
+
+cluster_prepare_node() {
+    cluster_node "$1"
+    mkdir -p "$rb/home" "$rb/mnesia" "$rb/log"
+    : >"$rb/rabbitmq-env.conf"
+    echo '[].' >"$rb/enabled_plugins"
+    cat >"$rb/rabbitmq.conf" <<CONF
+listeners.tcp.default = 127.0.0.1:$rabbit_port
+loopback_users.guest = true
+CONF
+    cp "$cl/cookie" "$rb/home/.erlang.cookie"
+    chmod 400 "$rb/home/.erlang.cookie"
+}
+
+cluster_ctl() {
+    cluster_node "$1"
+    shift
+    "${as_rabbit[@]}" "$rabbit_bin/rabbitmqctl" -n "$rabbit_node" -q "$@"
+}
+
+cluster_start() {
+    [ -x "$rabbit_bin/rabbitmq-server" ] || { echo "rabbitmq-server is not installed" >&2; exit 1; }
+    [ -d "$cl" ] && { echo "a cluster already exists in $cl" >&2; exit 1; }
+    mkdir -p "$cl"
+    echo "${TRISTATE_TEST_RABBIT_CLUSTER_PORT:-57100}" >"$cl/port"
+    head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$cl/cookie"
+    local i pids=() urls=()
+    for i in "${cluster_nodes[@]}"; do cluster_prepare_node "$i"; done
+    chown -R rabbitmq:rabbitmq "$cl"
+    chmod 750 "$cl"
+    # epmd first, then the nodes side by side, each waited for.
+    cluster_node 0
+    rabbit_epmd
+    for i in "${cluster_nodes[@]}"; do
+        ( cluster_node "$i"; rabbit_boot "$cluster_dist_port" ) &
+        pids+=($!)
+    done
+    for i in "${pids[@]}"; do wait "$i"; done
+    # Both join c0 at once (each rabbitmqctl run boots an Erlang VM: ~1 s).
+    pids=()
+    for i in 1 2; do
+        ( cluster_ctl "$i" stop_app && cluster_ctl "$i" join_cluster tristate-c0@localhost \
+              && cluster_ctl "$i" start_app ) >"$cl/join$i.out" 2>&1 &
+        pids+=($!)
+    done
+    for i in 1 2; do
+        wait "${pids[$((i - 1))]}" || { echo "node $i did not join the cluster:" >&2;
+                                        cat "$cl/join$i.out" >&2; exit 1; }
+    done
+    for i in "${cluster_nodes[@]}"; do
+        cluster_node "$i"
+        urls+=("guest:guest@127.0.0.1:$rabbit_port")
+    done
+    echo "export TRISTATE_TEST_RABBIT_CLUSTER_URL=rabbit://$(IFS=,; echo "${urls[*]}")/"
+}
+
+cluster_stop() {
+    [ -d "$cl" ] || return 0
+    local i pids=()
+    # Side by side: a node that stops last waits for none of the others.
+    for i in "${cluster_nodes[@]}"; do
+        ( cluster_node "$i"; stop_pidfile "$rb/beam.pid" TERM 100 ) &
+        pids+=($!)
+    done
+    for i in "${pids[@]}"; do wait "$i" || true; done
+    stop_pidfile "$cl/epmd.pid" TERM 20
+    rm -rf "$cl"
+}
+
+cluster_cmd() {
+    case "${1:-}" in
+        start) cluster_start ;;
+        stop) cluster_stop ;;
+        node)
+            [ -d "$cl" ] || { echo "no cluster in $cl" >&2; exit 1; }
+            cluster_node "${2:?node number}"
+            case "${3:-}" in
+                start) rabbit_boot "$cluster_dist_port" ;;
+                stop) stop_pidfile "$rb/beam.pid" TERM 300 ;;
+                kill) stop_pidfile "$rb/beam.pid" KILL 300 ;;
+                *) echo "$usage" >&2; exit 2 ;;
+            esac ;;
+        ctl) shift; cluster_ctl "$@" ;;
+        *) echo "$usage" >&2; exit 2 ;;
+    esac
 }
 
 # --- libvirt -----------------------------------------------------------------
@@ -403,6 +543,7 @@ case "$cmd" in
             kill) private_libvirtd_stop KILL ;;
             *) echo "$usage" >&2; exit 2 ;;
         esac ;;
+    cluster) shift 2; cluster_cmd "$@" ;;
     pg)
         case "${3:-}" in
             start) pg_server start ;;
