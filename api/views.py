@@ -249,7 +249,7 @@ def server(inst, *, version, links, host_up=True, fault=None,
                              'href': links.bookmark('images',
                                                     inst['image_ref'])}]},
         'flavor': _flavor(inst, shape.embedded_flavor, links),
-        'addresses': inst.get('addresses') or {},
+        'addresses': _addresses(inst.get('addresses'), shape.full),
         'accessIPv4': inst.get('access_ip_v4') or '',
         'accessIPv6': inst.get('access_ip_v6') or '',
         'metadata': server_metadata(inst, version),
@@ -273,6 +273,16 @@ def server(inst, *, version, links, host_up=True, fault=None,
     if shape.tristate:
         _add_tristate(body, inst, host_up)
     return body
+
+
+def _addresses(addresses, extended):
+    """A server's ``addresses``; the ``OS-EXT-IPS*`` keys only where
+    Nova extends them (show and list; update and rebuild from 2.75)."""
+    if extended or not addresses:
+        return addresses or {}
+    return {net: [{'version': a['version'], 'addr': a['addr']}
+                  for a in entries]
+            for net, entries in addresses.items()}
 
 
 def _add_extensions(body, inst, shape, extended, zone):

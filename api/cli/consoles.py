@@ -30,10 +30,16 @@ class ShowConsoleLog(command.Command):
     def take_action(self, parsed_args):
         client = self.app.client
         server = client.find_server(parsed_args.server)
-        body = {'length': parsed_args.lines}
+        lines = parsed_args.lines
+        # Nova counts the empty piece after a final newline as a line:
+        # ask for one more, and keep the last ``lines`` whole lines.
+        body = {'length': lines + 1 if lines and lines > 0 else lines}
         answer = client.post('/servers/%s/action' % server['id'],
                              {'os-getConsoleOutput': body})
-        sys.stdout.write(answer['output'])
+        output = answer['output']
+        if lines and lines > 0:
+            output = ''.join(output.splitlines(keepends=True)[-lines:])
+        sys.stdout.write(output)
         return 0
 
 

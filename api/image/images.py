@@ -1,5 +1,6 @@
 """Glance v2's image records: version discovery, schemas, create, list,
-show, PATCH, delete and tags (the data is :mod:`api.image.data`).
+show, PATCH, delete, tags and the (always empty) tasks of an image (the
+data is :mod:`api.image.data`).
 
 Bodies are checked as Glance checks them: read-only attributes (``status``,
 ``checksum``, ``self``...) are 403 "Attribute 'X' is read-only", reserved
@@ -456,3 +457,14 @@ def reactivate(image_id):
     images_db.set_active(access.statedb(), access.user(), image_id,
                          active=True)
     return flask.Response(status=204)
+
+
+# --- tasks --------------------------------------------------------------------
+
+@bp.get('/v2/images/<image_id>/tasks')
+def tasks(image_id):
+    """Glance 2.12's tasks of an image (imports, location changes): there
+    are none here, since data is only ever uploaded directly; 404 for an
+    image the caller cannot see, as Glance."""
+    access.image(image_id)
+    return {'tasks': []}

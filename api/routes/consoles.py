@@ -82,8 +82,10 @@ def action(inst, key, params):
 
 
 def _output(inst, length):
-    """Nova's answer: ``{"output": text}``, the last ``length`` lines
-    (all of them for None or -1; none for 0)."""
+    """Nova's answer: ``{"output": text}``, the last ``length`` pieces of
+    the log split at newlines, as Nova's ``_tail_log`` cuts it (a log
+    ending in a newline has an empty last piece, which counts); all of it
+    for None or -1, nothing for 0."""
     if length is not None and length < -1:
         raise exception.Invalid(
             'Invalid input for field/attribute length. Value: %d. %d is '
@@ -91,11 +93,5 @@ def _output(inst, length):
     text = request.services().client.get_console_output(request.context(),
                                                         inst['uuid'])
     if length is not None and length >= 0:
-        lines = text.split('\n')
-        # A log ending in a newline has an empty last piece: not a line.
-        if lines and lines[-1] == '':
-            lines.pop()
-            text = '\n'.join(lines[-length:]) + '\n' if length else ''
-        else:
-            text = '\n'.join(lines[-length:]) if length else ''
+        text = '\n'.join(text.split('\n')[-length:]) if length else ''
     return flask.make_response(flask.jsonify({'output': text}), 200)

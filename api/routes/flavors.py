@@ -16,12 +16,15 @@
                                              removeTenantAccess
 
 The flavors are the database's (:mod:`common.db.flavors`), the configured
-ones seeded there. Extra specs are stored and shown; the scheduler and the
-drivers do not act on any of them yet, and Nova's validation of known
-namespaces (2.86) is not made: every key of Nova's pattern is accepted.
+ones seeded there. Extra specs are stored and shown. In the namespaces
+Nova acts on (``hw:``, ``quota:``, ``resources:``, ...) only the values
+Tristate honours are accepted (:data:`HONOURED_SPECS`), at every
+microversion; keys in any other namespace are stored, as Nova stores them
+(its validation, 2.86, lets unknown namespaces through).
 """
 
 import copy
+import re
 import urllib.parse
 import uuid as uuidlib
 
@@ -259,19 +262,38 @@ def delete(flavor_id):
 # --- extra specs ------------------------------------------------------------------
 
 # The extra specs Tristate honours: the values that say what every guest
-# gets anyway (no CPU pinning; one NUMA node). Nothing acts on any other
-# key or value, so it is refused rather than stored and ignored.
+# gets anyway (no CPU pinning; one NUMA node).
 HONOURED_SPECS = {'hw:cpu_policy': ('shared',), 'hw:numa_nodes': ('1',)}
+# The namespaces Nova's scheduler and drivers act on (Nova's validators,
+# ``nova.api.validation.extra_specs``), and the two unscoped keys it knows:
+# a key there that Tristate does not honour would be stored and ignored,
+# a lie to the client, so it is refused at every microversion. A key in
+# any other namespace, or with none, is stored and shown, as Nova does: no
+# Nova service acts on those either (Tristate's scheduler runs no
+# ComputeCapabilitiesFilter or AggregateInstanceExtraSpecsFilter).
+KNOWN_NAMESPACES = re.compile(
+    r'(accel|aggregate_instance_extra_specs|capabilities|hw|hw_rng|'
+    r'hw_video|os|pci_passthrough|quota|vmware|'
+    r'resources(\d+|_[a-z0-9_]+)?|trait(\d+|_[a-z0-9_]+)?)')
+KNOWN_UNSCOPED = ('group_policy', 'hide_hypervisor_id')
+
+
+def acted_on(key):
+    """Whether ``key`` is one Nova's services would act on."""
+    if ':' not in key:
+        return key in KNOWN_UNSCOPED
+    return KNOWN_NAMESPACES.fullmatch(key.split(':', 1)[0]) is not None
 
 
 def _spec_values(specs):
     values = {key: str(value) for key, value in specs.items()}
     for key, value in sorted(values.items()):
-        if value not in HONOURED_SPECS.get(key, ()):
+        if acted_on(key) and value not in HONOURED_SPECS.get(key, ()):
             raise exception.Invalid(
                 'Invalid input for field/attribute extra_specs.%s. Value: '
-                '%s. Not supported: Tristate acts on no flavor extra spec '
-                'but %s' % (key, value, ', '.join(
+                '%s. Not supported: of the extra specs Nova acts on, '
+                'Tristate honours only %s (keys in other namespaces are '
+                'stored, and nothing acts on them)' % (key, value, ', '.join(
                     '%s=%s' % (k, v[0])
                     for k, v in sorted(HONOURED_SPECS.items()))))
     return values

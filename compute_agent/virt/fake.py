@@ -497,12 +497,14 @@ class FakeDriver(driver.ComputeDriver):
 
     def _log_console(self, uuid, operation, rec):
         """What a guest would print on its serial line: a line per
-        operation, and a boot line (as the test image's ``BOOT-OK``)."""
+        operation, and when it boots a kernel's line and a boot line (as
+        the test image's ``BOOT-OK``)."""
         state = states.power_state_name(rec['power_state'])
         lines = ['fake-console %s %s: power %s\n' % (
             time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()), operation,
             state)]
         if operation in BOOTS and rec['power_state'] == power.RUNNING:
+            lines.append('fake-kernel: Linux version 0.0-fake booting\n')
             lines.append('BOOT-OK %s\n' % uuid)
         consolelog.append(self._console_log(uuid), ''.join(lines),
                           self.console.log_max_bytes)

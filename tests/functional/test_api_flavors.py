@@ -78,9 +78,11 @@ def test_extra_specs(url, member_token):
     flavor.unset_keys(['hw:cpu_policy'])
     assert member.flavors.get(flavor.id).get_keys() == {
         'hw:numa_nodes': '1'}
-    # what nothing here acts on is refused, naming the key, and not stored
+    # what Nova acts on and Tristate does not is refused, naming the key,
+    # and not stored
     for refused in ({'hw:cpu_policy': 'dedicated'}, {'quota:cpu_shares': 7},
-                    {'hw:numa_nodes': '2'}):
+                    {'hw:numa_nodes': '2'}, {'resources1:VCPU': '1'},
+                    {'group_policy': 'none'}):
         with pytest.raises(nova_exc.BadRequest,
                            match='extra_specs.%s' % next(iter(refused))):
             flavor.set_keys(refused)

@@ -84,12 +84,17 @@ def test_console_output_is_the_guests_log(api):
 def test_length_is_the_last_lines(api):
     server = api.active()
     api.act(server['id'], {'reboot': {'type': 'SOFT'}})
-    lines = output(api, server['id']).splitlines()
-    assert len(lines) == 4      # spawn, boot, reboot, boot
-    assert output(api, server['id'], {'length': 2}).splitlines() == \
+    full = output(api, server['id'])
+    lines = full.splitlines()
+    assert len(lines) == 6      # spawn, kernel, boot, reboot, kernel, boot
+    # as Nova's _tail_log: the empty piece after the last newline counts
+    assert output(api, server['id'], {'length': 3}) == '\n'.join(
+        full.split('\n')[-3:])
+    assert output(api, server['id'], {'length': 3}).splitlines() == \
         lines[-2:]
-    assert output(api, server['id'], {'length': '1'}).splitlines() == \
+    assert output(api, server['id'], {'length': '2'}).splitlines() == \
         lines[-1:]
+    assert output(api, server['id'], {'length': 1}) == ''
     assert output(api, server['id'], {'length': 0}) == ''
     assert output(api, server['id'], {'length': -1}).splitlines() == lines
     assert output(api, server['id'], {'length': 100}).splitlines() == lines
