@@ -9,7 +9,9 @@ underneath. The files, as Nova writes them::
     openstack/<version>/meta_data.json     uuid, name, hostname, public_keys,
                                            keys, meta (user metadata),
                                            launch_index, availability_zone,
-                                           project_id, devices, random_seed
+                                           project_id, devices, random_seed,
+                                           admin_pass (when the task carries
+                                           one: never kept elsewhere)
     openstack/<version>/user_data          the user data, decoded (if any)
     openstack/<version>/network_data.json  links/networks/services of
                                            params['ports'] (from 2015-10-15)
@@ -73,7 +75,7 @@ def meta_data(inst, params):
     keys = {}
     if params.get('key_name') and params.get('key_data'):
         keys[params['key_name']] = params['key_data']
-    return {
+    found = {
         'uuid': inst['uuid'], 'name': inst['name'],
         'hostname': meta.get('hostname') or inst['name'],
         'launch_index': meta.get('launch_index', 0),
@@ -87,6 +89,9 @@ def meta_data(inst, params):
         'random_seed': base64.b64encode(
             os.urandom(RANDOM_SEED_BYTES)).decode(),
     }
+    if params.get('admin_pass'):
+        found['admin_pass'] = params['admin_pass']
+    return found
 
 
 def _ip_network(port, fixed, index):

@@ -16,13 +16,20 @@ Version history:
   listener is), both calls answered at once, no task (issue 24).
 * 1.4 - get_diagnostics (a call): the driver's diagnostics of one domain
   (Nova's server diagnostics), None when the host has no such domain.
+* 1.7 - run_task's build and rebuild params may carry ``admin_pass``
+  (issue 24: written into the config drive's meta_data.json, never kept);
+  capped below 1.7 it is not sent (logged, without the password: the
+  guest gets none).
 """
+
+import logging
 
 from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.4'
+LOG = logging.getLogger(__name__)
+VERSION = '1.7'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -40,12 +47,23 @@ class ComputeAPI:
         agent's answer (``accepted``/``duplicate``), or None when capped at
         1.0 (a cast: nothing tells whether it arrived). Raises
         MessagingTimeout when no answer came within ``timeout`` seconds."""
-        kwargs = {'instance': instance, 'action': action,
-                  'params': params or {}}
+        params = params or {}
+        version = '1.1'
+        if 'admin_pass' in params:
+            if self.client.can_send_version('1.7'):
+                version = '1.7'
+            else:
+                LOG.warning('The %s task of instance %s goes without its '
+                            'admin password: [upgrade_levels] compute caps '
+                            'compute agent RPC below 1.7', action,
+                            instance.get('uuid'))
+                params = {k: v for k, v in params.items()
+                          if k != 'admin_pass'}
+        kwargs = {'instance': instance, 'action': action, 'params': params}
         if not self.client.can_send_version('1.1'):
             return self._cast(ctx, host, 'run_task', **kwargs)
         try:
-            return self.client.prepare(server=host, version='1.1',
+            return self.client.prepare(server=host, version=version,
                                        timeout=timeout).call(
                 ctx, 'run_task', **kwargs)
         except rpc.MessagingException as err:
