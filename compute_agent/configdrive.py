@@ -58,6 +58,31 @@ def path(conf, host, uuid):
                         '%s.iso' % uuid)
 
 
+def sweep(conf, host, keep, cutoff):
+    """Remove the drives (and partial writes) of ``host`` whose uuid is
+    not in ``keep`` and last written before ``cutoff`` (a time.time());
+    their uuids (:mod:`compute_agent.leftovers`)."""
+    folder = os.path.dirname(path(conf, host, 'any'))
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        uuid = name.split('.', 1)[0]
+        if uuid in keep or not name.endswith(('.iso', '.iso.part')):
+            continue
+        full = os.path.join(folder, name)
+        try:
+            if os.path.getmtime(full) >= cutoff:
+                continue
+            os.unlink(full)
+        except FileNotFoundError:
+            continue
+        removed.append(uuid)
+    return removed
+
+
 def remove(conf, host, uuid):
     """Remove ``uuid``'s config drive, if it has one (idempotent)."""
     try:

@@ -83,6 +83,13 @@ class ComputeDriver(abc.ABC):
     def list_domains(self):
         """Every domain on the host, as :class:`DomainInfo`, instance or not."""
 
+    def sweep_console_logs(self, keep, cutoff):
+        """Remove the console logs of instances not in ``keep`` last
+        written before ``cutoff``; their uuids (:mod:`compute_agent.
+        leftovers`). A driver whose logs no host owns alone (the fake
+        driver's, shared by its hosts) keeps them: the default."""
+        return []
+
     def get_domain(self, uuid):
         """The :class:`DomainInfo` of one domain, or None if it is absent."""
         for info in self.list_domains():

@@ -362,6 +362,28 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         raise VirtError('no free serial console port in [serial_console] '
                         'port_range on host %s' % self.host)
 
+    def sweep_console_logs(self, keep, cutoff):
+        """The console logs in ``instances_path`` of instances not in
+        ``keep``, untouched since ``cutoff``: removed, with their folder
+        when nothing else is left in it."""
+        try:
+            names = os.listdir(self.instances_path)
+        except FileNotFoundError:
+            return []
+        removed = []
+        for uuid in names:
+            if uuid in keep or uuid.startswith('.'):
+                continue
+            files = self._files(uuid)
+            if not os.path.isdir(files.path) or not consolelog.stale(
+                    files.console_log, cutoff):
+                continue
+            consolelog.remove(files.console_log)
+            with contextlib.suppress(OSError):
+                os.rmdir(files.path)        # only when it is empty
+            removed.append(uuid)
+        return removed
+
     def get_console_output(self, uuid, *, max_bytes):
         path = self._console_log(uuid)
         return None if path is None else consolelog.tail(path, max_bytes)
