@@ -3,9 +3,10 @@ test image created with a key pair, user data and a config drive mounts
 its drive, installs the key, runs the user data and prints ``BOOT-OK
 <uuid>`` (read back through ``os-getConsoleOutput``); ``echo $((6*7))``
 typed through ``tristate-console-proxy``'s serial WebSocket answers 42;
-``poweroff`` typed there is reported (vm_state STOPPED, power SHUTDOWN, a
-reconcile in its action log and no stop task) within 1 s of the domain
-stopping; the console log is still readable after.
+``poweroff`` typed there is reported (vm_state STOPPED, power SHUTDOWN
+with reason ``guest``, a reconcile in its action log and no stop task)
+within 1 s of the domain stopping; the console log is still readable after (its end with
+``length``), and removed with the server.
 
 One host, its agent on a private libvirtd (:mod:`tests.functional.
 qemu_plane`: no bridge, so no SSH here; the SSH login with the key pair is
@@ -16,6 +17,7 @@ where libvirtd, QEMU or the image's packages are missing (a failure with
 
 import base64
 import contextlib
+import os
 import re
 import threading
 import time
@@ -163,10 +165,17 @@ def _run(qemu, image_path):
         'STOPPED stored %.2f s after the domain stopped'
         % (watch.stored - watch.stopped))
     server = qemu.settled(uuid)
-    assert (server['status'], server['OS-EXT-STS:power_state']) == (
-        'SHUTOFF', 4)
+    assert (server['status'], server['OS-EXT-STS:power_state'],
+            server['tristate:power_reason']) == ('SHUTOFF', 4, 'guest')
     actions = [a['action'] for a in qemu.plane.statedb.list_actions(uuid)]
     assert 'reconcile' in actions and 'stop' not in actions, actions
     after = _output(qemu, uuid)
     assert 'BOOT-OK %s' % uuid in after
     assert 'tristate-test-image: poweroff' in after
+    assert 'poweroff' in console_test._output(  # noqa: SLF001
+        qemu, uuid, length=3)
+    log = qemu.drivers['hosta']._files(uuid).console_log  # noqa: SLF001
+    assert os.path.exists(log)
+    qemu.delete_server(uuid)
+    qemu_plane._bounded(lambda: not os.path.exists(log),  # noqa: SLF001
+                        'the console log to be removed')
