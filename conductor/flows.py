@@ -35,7 +35,9 @@ PARAMS = {
                 # stored), and a config drive made for it
                 'admin_pass': (str, False),
                 'config_drive': (bool, False)},
-    'rescue': {'image_ref': (str, False), 'password': (str, False)},
+    'rescue': {'image_ref': (str, False), 'password': (str, False),
+               # RPC 1.17: the user gave the password: set it or fail
+               'password_required': (bool, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
     'snapshot': {'image_name': (str, True), 'image_id': (str, False),

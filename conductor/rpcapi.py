@@ -71,7 +71,9 @@ Version history:
   ``rebuild`` takes ``admin_pass`` and ``config_drive`` (API tier, issue
   24: Nova's adminPass, carried to the build or rebuild task and written
   into the config drive, never stored); below 1.17 an adminPass given is
-  refused (503) and none is generated.
+  refused (503) and none is generated. run_action of ``rescue`` takes
+  ``password_required`` (the user gave the password: the rescue fails,
+  undone, when it cannot be set); below 1.17 it is not sent.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -218,6 +220,12 @@ class ConductorAPI:
             # 1.3: a rescue takes the password the API answered with
             self._need('1.3', 'rescue with an admin password')
             version = '1.3'
+            if params.get('password_required'):
+                if self.client.can_send_version('1.17'):
+                    version = '1.17'
+                else:
+                    params = {k: v for k, v in params.items()
+                              if k != 'password_required'}
         if action == 'rebuild' and GUEST_ACCESS & set(params):
             # 1.10: a rebuild's new key pair or user data
             self._need('1.10', 'a rebuild with a key pair or user data')

@@ -95,7 +95,8 @@ def action(server_id):
     if name == 'rebuild' and changes:
         after = _rebuild_attributes(inst, changes, after)
     started = after.get('started_task_id') or after.get('task_id')
-    if name == 'set_password' and started:
+    if started and (name == 'set_password' or params.get(
+            'password_required')):
         _password_set(client, server_id, started)
     resp = _answer(spec, params, after)
     if started:
@@ -252,6 +253,7 @@ def _rescue_password(client, params):
     params = dict(params)
     if not client.can_send('1.3'):
         params.pop('password')
+        params.pop('password_required', None)
     elif params['password'] is None:
         params['password'] = actions.generate_password(
             request.services().conf.api.password_length)

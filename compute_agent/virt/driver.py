@@ -187,7 +187,9 @@ class ComputeDriver(abc.ABC):
     def rescue(self, uuid, *, image_ref):
         """Boot ``image_ref`` as the rescue system. A driver that can set
         the rescue system's admin password adds a ``password`` keyword: the
-        agent passes the one the API answered with (never log it)."""
+        agent passes the one the API answered with (never log it); and a
+        ``password_required`` keyword, true when the user gave it: then
+        the rescue fails (undone) when the password cannot be set."""
         self._unsupported('rescue')
 
     def unrescue(self, uuid):

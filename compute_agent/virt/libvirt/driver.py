@@ -115,7 +115,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                  shutdown_timeout=60, reconnect_interval_min=0.5,
                  reconnect_interval_max=30.0, reconnect_timeout=60.0,
                  test_node_per_host=True, cpu_mode='host-model',
-                 poll_interval=0.2, console=None):
+                 poll_interval=0.2, console=None,
+                 rescue_password_timeout=120.0):
         for what, value, allowed in (('virt_type', virt_type,
                                       config.VIRT_TYPES),
                                      ('cpu_mode', cpu_mode, config.CPU_MODES)):
@@ -132,6 +133,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         self.event_debounce = (DEBOUNCE.get(virt_type, DEBOUNCE['xen'])
                                if event_debounce is None else event_debounce)
         self.shutdown_timeout = shutdown_timeout
+        self.rescue_password_timeout = rescue_password_timeout
         self.poll_interval = poll_interval
         self.test_node_per_host = test_node_per_host
         self._reconnect = dict(interval_min=reconnect_interval_min,
@@ -161,7 +163,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                    reconnect_timeout=group.reconnect_timeout,
                    test_node_per_host=group.test_node_per_host,
                    cpu_mode=group.cpu_mode,
-                   console=consolelog.Settings.from_conf(conf))
+                   console=consolelog.Settings.from_conf(conf),
+                   rescue_password_timeout=group.rescue_password_timeout)
 
     # --- setting up and down ---------------------------------------------------
 
