@@ -3,7 +3,8 @@ shared plane: answered as Nova answers it (the request's, else a generated
 one; none with ``[api] enable_instance_password`` false), delivered as
 ``admin_pass`` in the config drive's meta_data.json (a password given
 makes the server's config drive; with ``config_drive: false`` it is a 400
-that changes nothing), and never stored in the database, the action log or
+that changes nothing; conductors capped below RPC 1.17 take none: a 503
+for one given, none generated), and never stored in the database, the action log or
 the logs."""
 
 import json
@@ -11,6 +12,8 @@ import logging
 
 import pytest
 
+from api import service as api_service
+from api import wsgi
 from tests.functional import api_support
 from tests.functional.api_support import IMAGE
 from tests.functional.api_support import Api
@@ -132,3 +135,20 @@ def test_no_answer_carries_one_when_instance_passwords_are_off(
     finally:
         shared_plane.conf.clear_override('enable_instance_password',
                                          group='api')
+
+
+def test_conductors_capped_below_1_17_take_no_password(shared_plane):
+    conf = shared_plane.conf
+    set_opts(conf, 'upgrade_levels', conductor='1.13')
+    try:
+        app = wsgi.create_app(conf, api_service.make_client(
+            conf, shared_plane.bus, shared_plane.statedb))
+        api = Api(app, token=api_support.new_project())
+        resp = _create(api, adminPass=SECRET)
+        assert resp.status_code == 503, resp.get_json()
+        assert 'adminPass' in message(resp) and SECRET not in message(resp)
+        resp = _create(api, config_drive=True)
+        assert resp.status_code == 202, resp.get_json()
+        assert 'adminPass' not in resp.get_json()['server']
+    finally:
+        conf.clear_override('conductor', group='upgrade_levels')
