@@ -1,26 +1,35 @@
 """Issue 24 end to end on real QEMU (TCG), through the API: a server of the
-test image created with a key pair, user data and a config drive mounts
-its drive, installs the key, runs the user data and prints ``BOOT-OK
-<uuid>`` (read back through ``os-getConsoleOutput``); ``echo $((6*7))``
+test image created with a key pair, user data, a config drive and a port
+on a network mounts its drive, installs the key, runs the user data and
+prints ``BOOT-OK <uuid>`` (read back through ``os-getConsoleOutput``); it
+is logged into over SSH (its dropbear) with the key pair's private key
+from the namespace that holds its gateway, and the file the user data
+wrote is read; ``echo $((6*7))``
 typed through ``tristate-console-proxy``'s serial WebSocket answers 42;
 ``poweroff`` typed there is reported (vm_state STOPPED, power SHUTDOWN
 with reason ``guest``, a reconcile in its action log and no stop task)
 within 1 s of the domain stopping; the console log is still readable after (its end with
 ``length``), and removed with the server.
 
-One host, its agent on a private libvirtd (:mod:`tests.functional.
-qemu_plane`: no bridge, so no SSH here; the SSH login with the key pair is
-:mod:`tests.functional.test_ssh_on_real_qemu`). Skipped, with the reason,
-where libvirtd, QEMU or the image's packages are missing (a failure with
-``CI=true``). Every wait is bounded.
+One host (:mod:`tests.functional.qemu_plane`) on the privileged libvirtd
+of ``TRISTATE_TEST_LIBVIRT_URI`` (a guest on a bridge needs one), with the
+agent's dnsmasq; the bridge and the client namespace are those of
+:mod:`tests.functional.test_networks_on_real_qemu` (no address on the
+host, no route to the guest but from the namespace). Skipped, with the
+reason, where libvirtd, QEMU, iproute2, dnsmasq, an ``ssh`` client or the
+image's packages are missing (a failure with ``CI=true``). Every wait is
+bounded; only the test's own domains are removed from that libvirtd.
 """
 
 import base64
 import contextlib
 import os
 import re
+import shutil
+import subprocess
 import threading
 import time
+import uuid as uuidlib
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -30,18 +39,52 @@ from tests.functional import qemu_plane
 from tests.functional import qemu_support
 from tests.functional import test_console_on_real_qemu as console_test
 from tests.functional import test_images_on_real_qemu as images_test
+from tests.functional import test_networks_on_real_qemu as net_test
 
 BOOT_TIMEOUT = images_test.BOOT_TIMEOUT
 # How soon after the domain stops its STOPPED must be stored (the issue's
 # promise: lifecycle events, not a periodic poll).
 REPORTED_WITHIN = 1.0
-USER_DATA = b'#!/bin/sh\necho "USER-DATA-RAN on $(hostname)"\n'
+USER_DATA = (b'#!/bin/sh\necho "USER-DATA-RAN on $(hostname)"\n'
+             b'echo "written by user data" >/run/marker\n')
+GATEWAY = '10.79.0.1'
 
 
-def public_key():
-    return ed25519.Ed25519PrivateKey.generate().public_key().public_bytes(
+def _keys(directory):
+    """(the private key's file, the public key's OpenSSH line)."""
+    key = ed25519.Ed25519PrivateKey.generate()
+    path = os.path.join(directory, 'id_e2e')
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), 'wb') as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM,
+                                  serialization.PrivateFormat.OpenSSH,
+                                  serialization.NoEncryption()))
+    return path, key.public_key().public_bytes(
         serialization.Encoding.OpenSSH,
         serialization.PublicFormat.OpenSSH).decode()
+
+
+def _ssh(ns, key, address, command):
+    """``command`` run over SSH as root on ``address`` from ``ns``."""
+    return subprocess.run(
+        ['ip', 'netns', 'exec', ns, 'ssh', '-i', key, '-o', 'BatchMode=yes',
+         '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null',
+         '-o', 'ConnectTimeout=5', '-o', 'LogLevel=ERROR',
+         'root@' + address, command],
+        capture_output=True, text=True, timeout=60, check=False)
+
+
+def _logged_in(qemu, ns, key, address, uuid):
+    """What ``cat /run/marker`` printed over SSH, once the guest lets us
+    in (dropbear starts after its DHCP and config drive steps)."""
+    deadline = time.monotonic() + BOOT_TIMEOUT
+    while True:
+        done = _ssh(ns, key, address, 'cat /run/marker; echo $((6*7))')
+        if done.returncode == 0:
+            return done.stdout
+        assert time.monotonic() < deadline, (
+            'no SSH login to %s within %.0f s: %s\nconsole:\n%s' % (
+                address, BOOT_TIMEOUT, done.stderr, _output(qemu, uuid)))
+        time.sleep(2)
 
 
 def _output(qemu, server_id):
@@ -112,9 +155,14 @@ def test_a_guest_gets_its_key_runs_its_user_data_and_is_reachable():
     from api import service as api_service
     from api.console_proxy import proxy as proxy_mod
     from compute_agent.virt import consolelog
+    uri = net_test._require()  # noqa: SLF001
+    if shutil.which('ssh') is None:
+        qemu_plane.skip_or_fail('not installed: ssh (Debian: openssh-client)')
     qemu_plane.require_tools()
+    tag = uuidlib.uuid4().hex[:6]
     with qemu_support.qemu_dir() as directory, \
-            qemu_plane.qemu_plane(('hosta',)) as qemu:
+            net_test._l2(tag, gateway=GATEWAY) as (bridge, ns), \
+            qemu_plane.qemu_plane(('hosta',), shared_uri=uri) as qemu:
         first, last = console_test._free_ports(4)  # noqa: SLF001
         qemu.drivers['hosta'].console = consolelog.Settings(
             enabled=True, listen_address='127.0.0.1', first_port=first,
@@ -126,22 +174,29 @@ def test_a_guest_gets_its_key_runs_its_user_data_and_is_reachable():
                                               qemu.plane.statedb)).start()
         try:
             conf.set_override('base_url', proxy.url, group='serial_console')
-            _run(qemu, images_test._test_image(directory))  # noqa: SLF001
+            key, public = _keys(directory)
+            _run(qemu, images_test._test_image(directory),  # noqa: SLF001
+                 bridge, public, (ns, key))
         finally:
             proxy.stop()
 
 
-def _run(qemu, image_path):
+def _run(qemu, image_path, bridge, public, client):
     image_id = qemu.upload(image_path, 'test-image', 'qcow2')
     qemu.compute('POST', '/os-keypairs', {'keypair': {
-        'name': 'e2e', 'public_key': public_key()}}, expect=(200, 201))
+        'name': 'e2e', 'public_key': public}}, expect=(200, 201))
+    net = qemu.compute('POST', '/os-networks', {'network': {
+        'name': 'e2e', 'bridge': bridge, 'cidr': '10.79.0.0/24',
+        'gateway': GATEWAY, 'dns': [GATEWAY]}}, expect=(201,))['network']
     created = qemu.compute('POST', '/servers', {'server': {
         'name': 'guest', 'flavorRef': qemu_plane.FLAVOR,
         'imageRef': image_id, 'key_name': 'e2e', 'config_drive': True,
+        'networks': [{'uuid': net['id']}],
         'user_data': base64.b64encode(USER_DATA).decode()}})['server']
     uuid = created['id']
-    qemu.servers.append(uuid)
-    assert qemu.settled(uuid)['status'] == 'ACTIVE'
+    qemu.track(uuid)
+    server = qemu.settled(uuid)
+    assert server['status'] == 'ACTIVE'
     qemu_plane._bounded(  # noqa: SLF001
         lambda: 'BOOT-OK %s' % uuid in _output(qemu, uuid),
         'BOOT-OK <uuid> in the console output', timeout=BOOT_TIMEOUT,
@@ -149,6 +204,9 @@ def _run(qemu, image_path):
     booted = _output(qemu, uuid)
     assert 'SSH key installed for root' in booted
     assert 'USER-DATA-RAN on tristate-test-image' in booted
+    address = server['addresses']['e2e'][0]['addr']
+    out = _logged_in(qemu, *client, address, uuid)
+    assert out.split('\n')[:2] == ['written by user data', '42'], out
 
     ws = _session(qemu, uuid)
     try:
