@@ -69,6 +69,8 @@ def _rescue(body):
     None, which the route replaces with a generated one."""
     body = body or {}
     params = {'password': body.get('adminPass')}
+    if body.get('adminPass') is not None:
+        params['password_required'] = True
     if body.get('rescue_image_ref'):
         params['image_ref'] = ref(body['rescue_image_ref'])
     return params

@@ -13,6 +13,19 @@ in the build task, written into its config drive).
 
 A rebuild takes a new ``key_name`` (2.54) and ``user_data`` (2.57), each
 null to remove it (api/routes/server_actions.py), checked the same way.
+
+``adminPass`` (create and rebuild, :func:`admin_password`): the request's,
+else one generated (``[api] password_length``) when ``[api]
+enable_instance_password`` answers it. It travels to the agent in the build
+or rebuild task only (conductor RPC 1.17, agent RPC 1.7), never stored or
+logged, and reaches the guest as ``admin_pass`` in its config drive's
+meta_data.json (there is no metadata service and no injection). So a
+request that *gives* one gets a config drive for that instance (as
+``config_drive: true``); with ``config_drive: false`` it is refused (400),
+there being no other way to deliver it. A generated one is delivered when
+the instance has a config drive anyway (``config_drive``, ``[compute]
+force_config_drive``), as Nova's is only where a config drive or metadata
+service carries it.
 """
 
 import base64
@@ -21,11 +34,16 @@ import json
 
 from oslo_utils import strutils
 
+from api import actions
 from api import request
 from common import exception
 
 # Nova's limit on user data, decoded: 64 KiB.
 MAX_USER_DATA = 65536
+# The conductor RPC that carries an admin password to the build/rebuild.
+ADMIN_PASS_RPC = '1.17'
+# What an error message shows of a password.
+HIDDEN = '<hidden>'
 
 
 def _invalid(field, value, why, where='server'):
@@ -93,3 +111,29 @@ def attributes(body):
     if body.get('config_drive') not in (None, ''):
         found['config_drive'] = config_drive(body['config_drive'])
     return found
+
+
+def admin_password(body, found, where='server'):
+    """The admin password of a create or rebuild ``body`` (see the module's
+    docstring), or None: none asked for and none to answer, or conductors
+    too old to carry one. A password the request gives makes the
+    instance's config drive (``found['config_drive'] = True``; a create's
+    explicit ``config_drive: false`` is a 400)."""
+    svc = request.services()
+    given = body.get('adminPass')
+    if given is None:
+        if (not svc.conf.api.enable_instance_password
+                or not svc.client.can_send(ADMIN_PASS_RPC)):
+            return None
+        return actions.generate_password(svc.conf.api.password_length)
+    if found.get('config_drive') is False:
+        raise _invalid('adminPass', HIDDEN, 'adminPass reaches the guest '
+                       'only through its config drive (meta_data.json '
+                       'admin_pass): it cannot go with config_drive false',
+                       where)
+    if not svc.client.can_send(ADMIN_PASS_RPC):
+        raise exception.ServiceUnavailable(
+            reason='adminPass is not supported until the conductors are '
+                   'upgraded: it needs conductor RPC API %s' % ADMIN_PASS_RPC)
+    found['config_drive'] = True
+    return given

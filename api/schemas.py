@@ -92,7 +92,9 @@ def _object(required=(), **properties):
 # config_drive are api/guest.py's.
 _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
                    'user_data', 'config_drive',
-                   'adminPass', 'OS-DCF:diskConfig', 'hostname')
+                   'OS-DCF:diskConfig', 'hostname')
+# Nova's admin password (create, rebuild): api/guest.py's admin_password.
+ADMIN_PASS = {'type': 'string'}
 # Nova's accessIPv4/accessIPv6: addresses the user keeps on the server
 # (create, update, rebuild), shown back in its views; nothing acts on them.
 ACCESS_IPS = {'accessIPv4': {'type': 'string', 'format': 'ipv4'},
@@ -161,7 +163,7 @@ CREATE_SERVER = _object(
         min_count=COUNT, max_count=COUNT,
         return_reservation_id=BOOLEAN,
         block_device_mapping_v2=IMAGE_ROOT_DISK, availability_zone=NAME,
-        **dict.fromkeys(_IGNORED_CREATE, ANYTHING), **ACCESS_IPS),
+        adminPass=ADMIN_PASS, **dict.fromkeys(_IGNORED_CREATE, ANYTHING), **ACCESS_IPS),
     **{'os:scheduler_hints': SCHEDULER_HINTS,
        'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})
 
@@ -176,13 +178,13 @@ UPDATE_SERVER = _object(
 REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
                                           'Hard', 'hard']})
 # Nova's rebuild (``description`` from 2.19: the route checks the
-# microversion). ``adminPass`` is refused by the route: the rebuilt guest
-# has no agent to take it yet. ``key_name`` (2.54) and ``user_data`` (2.57)
-# are checked by the route (api/guest.py). There is no ephemeral disk to
-# preserve or not, so ``preserve_ephemeral`` is true to either way.
+# microversion). ``adminPass``: api/guest.py's admin_password. ``key_name``
+# (2.54) and ``user_data`` (2.57) are checked by the route (api/guest.py).
+# There is no ephemeral disk to preserve or not, so ``preserve_ephemeral``
+# is true to either way.
 REBUILD = _object(['imageRef'], imageRef=IMAGE_REF, name=NAME,
                   metadata=METADATA, description=DESCRIPTION,
-                  adminPass={'type': 'string'},
+                  adminPass=ADMIN_PASS,
                   key_name=ANYTHING, user_data=ANYTHING,
                   preserve_ephemeral={'type': 'boolean'},
                   **{'OS-DCF:diskConfig': {'enum': ['MANUAL']}},

@@ -117,10 +117,10 @@ def _progress(inst):
 
 
 def created_server(inst, links):
-    """The answer to ``POST /servers``: what Nova's create schema allows.
-    No ``adminPass``: Tristate sets no password at create (it would go
-    nowhere); no ``security_groups``: security groups are not built. A client
-    reads the rest with ``GET /servers/{id}``."""
+    """The answer to ``POST /servers``: what Nova's create schema allows
+    (the route adds ``adminPass``: api/guest.py). No ``security_groups``:
+    security groups are not built. A client reads the rest with
+    ``GET /servers/{id}``."""
     return {'id': inst['uuid'], 'links': links.links('servers', inst['uuid']),
             'OS-DCF:diskConfig': 'MANUAL'}
 

@@ -9,7 +9,9 @@ underneath. The files, as Nova writes them::
     openstack/<version>/meta_data.json     uuid, name, hostname, public_keys,
                                            keys, meta (user metadata),
                                            launch_index, availability_zone,
-                                           project_id, devices, random_seed
+                                           project_id, devices, random_seed,
+                                           admin_pass (when the task carries
+                                           one: never kept elsewhere)
     openstack/<version>/user_data          the user data, decoded (if any)
     openstack/<version>/network_data.json  links/networks/services of
                                            params['ports'] (from 2015-10-15)
@@ -56,6 +58,31 @@ def path(conf, host, uuid):
                         '%s.iso' % uuid)
 
 
+def sweep(conf, host, keep, cutoff):
+    """Remove the drives (and partial writes) of ``host`` whose uuid is
+    not in ``keep`` and last written before ``cutoff`` (a time.time());
+    their uuids (:mod:`compute_agent.leftovers`)."""
+    folder = os.path.dirname(path(conf, host, 'any'))
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    removed = []
+    for name in names:
+        uuid = name.split('.', 1)[0]
+        if uuid in keep or not name.endswith(('.iso', '.iso.part')):
+            continue
+        full = os.path.join(folder, name)
+        try:
+            if os.path.getmtime(full) >= cutoff:
+                continue
+            os.unlink(full)
+        except FileNotFoundError:
+            continue
+        removed.append(uuid)
+    return removed
+
+
 def remove(conf, host, uuid):
     """Remove ``uuid``'s config drive, if it has one (idempotent)."""
     try:
@@ -73,7 +100,7 @@ def meta_data(inst, params):
     keys = {}
     if params.get('key_name') and params.get('key_data'):
         keys[params['key_name']] = params['key_data']
-    return {
+    found = {
         'uuid': inst['uuid'], 'name': inst['name'],
         'hostname': meta.get('hostname') or inst['name'],
         'launch_index': meta.get('launch_index', 0),
@@ -87,6 +114,9 @@ def meta_data(inst, params):
         'random_seed': base64.b64encode(
             os.urandom(RANDOM_SEED_BYTES)).decode(),
     }
+    if params.get('admin_pass'):
+        found['admin_pass'] = params['admin_pass']
+    return found
 
 
 def _ip_network(port, fixed, index):

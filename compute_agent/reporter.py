@@ -32,6 +32,7 @@ from common import metrics
 from common import states
 from common import version
 from compute_agent import configdrive
+from compute_agent import leftovers
 from compute_agent.net import dhcp as dhcp_mod
 from compute_agent.virt.driver import DomainInfo
 
@@ -109,6 +110,11 @@ class Delivered:
     # noted, and read again only once the result was sent (it is then not
     # sent at all if it says what the result said). A task that runs long
     # leaves the stored power_state to the periodic full report meanwhile.
+
+    def busy(self):
+        """The uuids with a task running."""
+        with self._lock:
+            return set(self._tasks)
 
     def task_began(self, uuid):
         with self._lock:
@@ -229,6 +235,12 @@ class Reporter:
             return total
         cached = self.image_cache.used_bytes()
         return max(0, total - -(-cached // 1024 ** 3))
+
+    def sweep_leftovers(self):
+        """Config drives and console logs of instances this host does
+        not own (:mod:`compute_agent.leftovers`)."""
+        leftovers.sweep(conf=self.conf, host=self.host, driver=self.driver,
+                        busy=self.delivered.busy)
 
     def clean_image_cache(self):
         """The image cache's periodic pass (``[image]
@@ -446,6 +458,9 @@ class Reporter:
             self._every(self.conf.compute.power_sync_interval,
                         self.full_report, 'power-sync')
         self._spawn(self._sender, 'power-sender')
+        if self.conf.compute.leftover_sweep_interval:
+            self._every(self.conf.compute.leftover_sweep_interval,
+                        self.sweep_leftovers, 'leftover-sweep')
         if self.image_cache is not None and self.conf.image.cache_max_age:
             self._every(self.conf.image.cache_check_interval,
                         self.clean_image_cache, 'image-cache')

@@ -19,13 +19,20 @@ Version history:
 * 1.6 - prepare_live_migration (a call, on a live migration's
   destination before the task goes to the source): what the driver made
   ready there (:func:`compute_agent.tasks.prepare_incoming`).
+* 1.7 - run_task's build and rebuild params may carry ``admin_pass``
+  (issue 24: written into the config drive's meta_data.json, never kept);
+  capped below 1.7 it is not sent (logged, without the password: the
+  guest gets none).
 """
+
+import logging
 
 from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.6'
+LOG = logging.getLogger(__name__)
+VERSION = '1.7'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -43,12 +50,23 @@ class ComputeAPI:
         agent's answer (``accepted``/``duplicate``), or None when capped at
         1.0 (a cast: nothing tells whether it arrived). Raises
         MessagingTimeout when no answer came within ``timeout`` seconds."""
-        kwargs = {'instance': instance, 'action': action,
-                  'params': params or {}}
+        params = params or {}
+        version = '1.1'
+        if 'admin_pass' in params:
+            if self.client.can_send_version('1.7'):
+                version = '1.7'
+            else:
+                LOG.warning('The %s task of instance %s goes without its '
+                            'admin password: [upgrade_levels] compute caps '
+                            'compute agent RPC below 1.7', action,
+                            instance.get('uuid'))
+                params = {k: v for k, v in params.items()
+                          if k != 'admin_pass'}
+        kwargs = {'instance': instance, 'action': action, 'params': params}
         if not self.client.can_send_version('1.1'):
             return self._cast(ctx, host, 'run_task', **kwargs)
         try:
-            return self.client.prepare(server=host, version='1.1',
+            return self.client.prepare(server=host, version=version,
                                        timeout=timeout).call(
                 ctx, 'run_task', **kwargs)
         except rpc.MessagingException as err:

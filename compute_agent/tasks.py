@@ -141,6 +141,9 @@ def _rescue(agent, inst, params):
     if params.get('password') is not None and _takes(agent.driver.rescue,
                                                      'password'):
         kwargs['password'] = params['password']
+        if params.get('password_required') and _takes(agent.driver.rescue,
+                                                      'password_required'):
+            kwargs['password_required'] = True
     with _image(agent, params, params['image_ref'],
                 agent.driver.rescue) as extra:
         agent.driver.rescue(inst['uuid'], **kwargs, **extra)

@@ -30,8 +30,14 @@ PARAMS = {
                 # the server's new key pair or user data (null: none)
                 'key_name': ((str, type(None)), False),
                 'key_data': ((str, type(None)), False),
-                'user_data': ((str, type(None)), False)},
-    'rescue': {'image_ref': (str, False), 'password': (str, False)},
+                'user_data': ((str, type(None)), False),
+                # RPC 1.17: the admin password for the config drive (never
+                # stored), and a config drive made for it
+                'admin_pass': (str, False),
+                'config_drive': (bool, False)},
+    'rescue': {'image_ref': (str, False), 'password': (str, False),
+               # RPC 1.17: the user gave the password: set it or fail
+               'password_required': (bool, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
     'snapshot': {'image_name': (str, True), 'image_id': (str, False),
@@ -62,7 +68,8 @@ def validate_params(action, params):
                 raise exception.Invalid(reason='%s needs parameter %r (%s)'
                                         % (action, name, _kind_name(kind)))
             continue
-        if not isinstance(params[name], kind) or isinstance(params[name], bool):
+        if not isinstance(params[name], kind) or (
+                isinstance(params[name], bool) and kind is not bool):
             raise exception.Invalid(
                 reason='%s parameter %r must be %s, not %r'
                        % (action, name, _kind_name(kind), params[name]))
@@ -100,8 +107,9 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'key_name': str, 'key_data': str, 'user_data': str,
                       'config_drive': bool, 'access_ip_v4': str,
                       'access_ip_v6': str}
-# What a rebuild may change of the guest's access (RPC 1.10).
-GUEST_KEYS = ('key_name', 'key_data', 'user_data')
+# What a rebuild may change of the guest's access (RPC 1.10; config_drive
+# 1.17: true when an adminPass needs one).
+GUEST_KEYS = ('key_name', 'key_data', 'user_data', 'config_drive')
 # Tasks that make the guest's disks, and so its config drive.
 GUEST_TASKS = ('build', 'rebuild')
 
@@ -218,13 +226,17 @@ class Flows:
 
     def create(self, ctx, *, name, flavor, image_ref, policies,
                reservation_id=None, attributes=None, force_host=None,
-               networks=None):
-        """``attributes`` may hold the ``availability_zone`` asked for
+               networks=None, admin_pass=None):
+        """``admin_pass`` (RPC 1.17): the guest's admin password, sent in
+        the build task only (for its config drive), never stored.
+        ``attributes`` may hold the ``availability_zone`` asked for
         (every build of the instance honours it); ``force_host``: the
         admin's host for this first build (``zone:host``); ``networks``:
         Nova's 2.37 ``networks`` (ports allocated in the create's
         transaction)."""
         validate_name(name)
+        if admin_pass is not None and not isinstance(admin_pass, str):
+            raise exception.Invalid(reason='admin_pass must be a string')
         attributes = _create_attributes(
             attributes, lambda: self.db.metadata_items(ctx.project_id))
         if not isinstance(image_ref, str) or not image_ref:
@@ -256,8 +268,10 @@ class Flows:
                     task_ctx, inst['uuid'], reason=inst['no_address'],
                     use_pending=self.conf.use_pending_state)
             else:
-                inst = self._build(task_ctx, inst, chosen, 'build',
-                                   {'ports': inst['ports']},
+                params = {'ports': inst['ports']}
+                if admin_pass is not None:
+                    params['admin_pass'] = admin_pass
+                inst = self._build(task_ctx, inst, chosen, 'build', params,
                                    reservation_id=reservation_id,
                                    force_host=force_host)
         return _started(inst, task_ctx)

@@ -58,12 +58,13 @@ class ConductorManager:
     @_expected
     def create_instance(self, ctx, name, flavor, image_ref, policies,
                         reservation_id=None, attributes=None,
-                        force_host=None, networks=None):
+                        force_host=None, networks=None, admin_pass=None):
         return self.flows.create(ctx, name=name, flavor=flavor,
                                  image_ref=image_ref, policies=policies,
                                  reservation_id=reservation_id,
                                  attributes=attributes,
-                                 force_host=force_host, networks=networks)
+                                 force_host=force_host, networks=networks,
+                                 admin_pass=admin_pass)
 
     @_expected
     def run_action(self, ctx, instance_uuid, action, params):

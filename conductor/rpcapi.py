@@ -67,6 +67,13 @@ Version history:
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
   build of the instance is placed in).
+* 1.17 - create_instance takes ``admin_pass`` and run_action of
+  ``rebuild`` takes ``admin_pass`` and ``config_drive`` (API tier, issue
+  24: Nova's adminPass, carried to the build or rebuild task and written
+  into the config drive, never stored); below 1.17 an adminPass given is
+  refused (503) and none is generated. run_action of ``rescue`` takes
+  ``password_required`` (the user gave the password: the rescue fails,
+  undone, when it cannot be set); below 1.17 it is not sent.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -78,7 +85,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.13'
+VERSION = '1.17'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -147,7 +154,7 @@ class ConductorAPI:
 
     def create_instance(self, ctx, *, name, flavor, image_ref, policies=None,
                         reservation_id=None, attributes=None,
-                        force_host=None, networks=None):
+                        force_host=None, networks=None, admin_pass=None):
         kwargs = {}
         if reservation_id is not None:      # 1.1; a 1.0 call has no such key
             self._need('1.1', 'scheduling on a reservation')
@@ -175,6 +182,9 @@ class ConductorAPI:
             _at_least(kwargs, '1.13')
             if force_host is not None:
                 kwargs['force_host'] = force_host
+        if admin_pass is not None:                          # 1.17
+            self._need('1.17', 'an admin password (adminPass)')
+            _at_least(kwargs, '1.17', admin_pass=admin_pass)
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)
@@ -210,10 +220,20 @@ class ConductorAPI:
             # 1.3: a rescue takes the password the API answered with
             self._need('1.3', 'rescue with an admin password')
             version = '1.3'
+            if params.get('password_required'):
+                if self.client.can_send_version('1.17'):
+                    version = '1.17'
+                else:
+                    params = {k: v for k, v in params.items()
+                              if k != 'password_required'}
         if action == 'rebuild' and GUEST_ACCESS & set(params):
             # 1.10: a rebuild's new key pair or user data
             self._need('1.10', 'a rebuild with a key pair or user data')
             version = '1.10'
+        if action == 'rebuild' and 'admin_pass' in params:
+            # 1.17: a rebuild's admin password
+            self._need('1.17', 'a rebuild with an admin password')
+            version = '1.17'
         return self._call(ctx, 'run_action', version=version,
                           instance_uuid=instance_uuid, action=action,
                           params=params)

@@ -10,10 +10,13 @@
 # the ACPI power button and powers off or reboots on a line typed on the
 # console; it also brings up network cards with DHCP, /etc/udhcpc.script
 # from tools/test-image/udhcpc.script, and serves HTTP, with
-# tools/test-image/peer.cgi) and the kernel modules named in
-# tools/test-image/modules. The
-# kernel and busybox are fetched with `apt-get download` and unpacked with
-# dpkg-deb into a temporary directory: nothing is installed on the host.
+# tools/test-image/peer.cgi; it mounts the config drive, installs its SSH
+# key and runs its user data) and the kernel modules named in
+# tools/test-image/modules, and Debian's dropbear SSH server
+# (dropbear-bin) with the shared libraries it loads (DROPBEAR_PACKAGES). The
+# kernel, busybox and those are fetched with `apt-get download` and unpacked
+# with dpkg-deb into a temporary directory: nothing is installed on the
+# host.
 # Needs (Debian packages): mtools, syslinux, syslinux-common, fdisk, and
 # qemu-utils for qcow2; tools/run-tests.sh installs them.
 #
@@ -34,6 +37,11 @@ if [ -z "${TRISTATE_TEST_IMAGE_CACHE:-}" ] && [ "$(id -u)" -ne 0 ]; then
 fi
 mbr=/usr/lib/syslinux/mbr/mbr.bin
 part_start=2048                 # sectors: the partition starts at 1 MiB
+# dropbear and the packages of the libraries it and they load
+DROPBEAR_PACKAGES='dropbear-bin libtomcrypt1 libtommath1 libgmp10 zlib1g
+                   libcrypt1 libc6'
+DROPBEAR_LIBS='ld-linux-x86-64.so.2 libc.so.6 libcrypt.so.1 libz.so.1
+               libtomcrypt.so.1 libtommath.so.1 libgmp.so.10'
 
 usage() {
     echo "usage: $0 OUTPUT [--format raw|qcow2]" >&2
@@ -100,6 +108,16 @@ resolve_versions() {
         *'(none)'*|' '*|*' ') fail 3 "apt has no candidate for $kernel_pkg or busybox-static" ;;
     esac
     versions="$kernel_pkg=$kernel_version busybox-static=$busybox_version"
+    local package version
+    dropbear_debs=()
+    for package in $DROPBEAR_PACKAGES; do
+        version=$(candidate "$package")
+        case $version in
+            ''|'(none)') fail 3 "apt has no candidate for $package" ;;
+        esac
+        dropbear_debs+=("$package=$version")
+        versions+=" $package=$version"
+    done
     versions+=" syslinux=$(installed syslinux)"
     versions+=" syslinux-common=$(installed syslinux-common)"
     versions+=" mtools=$(installed mtools)"
@@ -118,11 +136,34 @@ fetch_packages() {
     if ! (cd "$work/debs" &&
           apt-get download -qq "${apt_opts[@]}" \
               "$kernel_pkg=$kernel_version" \
-              "busybox-static=$busybox_version"); then
-        fail 3 "apt-get download $kernel_pkg busybox-static failed"
+              "busybox-static=$busybox_version" "${dropbear_debs[@]}"); then
+        fail 3 "apt-get download of the image's packages failed"
     fi
     dpkg-deb -x "$work/debs/${kernel_pkg}_"*.deb "$work/kernel"
     dpkg-deb -x "$work/debs/busybox-static_"*.deb "$work/busybox"
+    local package
+    for package in $DROPBEAR_PACKAGES; do
+        dpkg-deb -x "$work/debs/${package}_"*.deb "$work/dropbear"
+    done
+}
+
+# dropbear, the libraries it loads, and root's account in $1 (the root).
+install_dropbear() {
+    local root=$1 from=$work/dropbear lib found
+    mkdir -p "$root/usr/sbin" "$root/lib/x86_64-linux-gnu" "$root/lib64" \
+             "$root/etc/dropbear" "$root/root"
+    cp "$from/usr/sbin/dropbear" "$root/usr/sbin/dropbear"
+    for lib in $DROPBEAR_LIBS; do
+        found=$(find "$from" -path "*/x86_64-linux-gnu/$lib" | head -n 1)
+        [ -n "$found" ] || fail 1 "no $lib in $DROPBEAR_PACKAGES"
+        cp -L "$found" "$root/lib/x86_64-linux-gnu/$lib"
+    done
+    ln -s ../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 \
+        "$root/lib64/ld-linux-x86-64.so.2"
+    echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+    echo 'root:x:0:' >"$root/etc/group"
+    echo /bin/sh >"$root/etc/shells"
+    chmod 700 "$root/root"
 }
 
 # $work/root: busybox and its applets, the init, acpid's power-button
@@ -145,6 +186,7 @@ make_root() {
     printf '#!/bin/sh\nexec /init poweroff\n' >"$root/etc/acpi/PWRF/00000080"
     chmod 755 "$root/etc/acpi/PWRF/00000080"
     cp "$source_dir/modules" "$root/etc/modules"
+    install_dropbear "$root"
 
     "$bb" depmod -b "$work/kernel" "$uname"
     while read -r module; do

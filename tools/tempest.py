@@ -83,9 +83,8 @@ FEATURES = {
     'snapshot': (True, 'createImage to the image API'),
     'change_password': (True, 'changePassword'),
     'enable_instance_password': (
-        False, 'Tristate sets no password at create: the plane runs with '
-        '[api] enable_instance_password = false, so no answer (create, '
-        'rebuild, rescue) carries one, as Nova with the option off'),
+        True, 'create, rebuild and rescue answer adminPass (delivered in '
+        'the config drive: issue 24)'),
     'interface_attach': (False, 'no os-interface: ports are made by the '
                          'create only (issue 23)'),
     'config_drive': (True, 'config_drive on create, [compute] '
@@ -101,9 +100,9 @@ FEATURES = {
     'unified_limits': (False, 'quotas are Tristate\'s, not Keystone\'s'),
     'hostname_fqdn_sanitization': (False, 'no hostname sanitisation'),
 }
-# tristate-all's config beyond Keystone's: no generated password in any
-# answer (see enable_instance_password above).
-PLANE_SECTIONS = {'api': {'enable_instance_password': 'false'}}
+# tristate-all's config beyond Keystone's: none (adminPass is answered, as
+# Nova's default [api] enable_instance_password = true).
+PLANE_SECTIONS = {}
 # The areas of CI's subset (tests/integration/test_tempest_subset.py):
 # ``--ci-list`` writes the tests of these that passed.
 CI_AREAS = re.compile(r'^tempest\.api\.compute\.(servers|flavors|limits|'

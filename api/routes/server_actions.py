@@ -87,7 +87,7 @@ def action(server_id):
     table.refuse_if_locked(inst, ctx, name)
     if name == 'rebuild':
         changes = _rebuild_changes(inst, body)
-        params = dict(params, **_rebuild_guest(body))
+        params = dict(params, **_rebuild_guest(inst, body))
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
@@ -95,7 +95,8 @@ def action(server_id):
     if name == 'rebuild' and changes:
         after = _rebuild_attributes(inst, changes, after)
     started = after.get('started_task_id') or after.get('task_id')
-    if name == 'set_password' and started:
+    if started and (name == 'set_password' or params.get(
+            'password_required')):
         _password_set(client, server_id, started)
     resp = _answer(spec, params, after)
     if started:
@@ -159,12 +160,7 @@ def _rebuild_changes(inst, body):
     """What a rebuild changes besides the image: its name, description
     (2.19), metadata (all of it replaced, as Nova) and access addresses;
     checked before the
-    claim. ``adminPass`` is refused: the rebuilt guest has no agent."""
-    if 'adminPass' in body:
-        raise exception.Invalid(
-            'Invalid input for field/attribute rebuild.adminPass: setting '
-            'a password at rebuild is not supported (the rebuilt guest has '
-            'no agent to take it yet; use changePassword once it runs)')
+    claim."""
     if 'description' in body and request.version() < DESCRIPTION:
         raise exception.Invalid(
             "Invalid input for field/attribute rebuild.description. "
@@ -184,10 +180,16 @@ def _rebuild_changes(inst, body):
                  if k in body}, **schemas.access_ips(body))
 
 
-def _rebuild_guest(body):
+def _rebuild_guest(inst, body):
     """A rebuild's new key pair (2.54) and user data (2.57), each null to
-    remove it, as run_action parameters; checked before the claim."""
-    found = {}
+    remove it, and its admin password (``admin_pass``: the request's, with
+    a config drive for it if the instance has none, or a generated one;
+    api/guest.py), as run_action parameters; checked before the claim."""
+    drive = {'config_drive': True} if inst.get('config_drive') else {}
+    password = guest.admin_password(body, drive, where='rebuild')
+    found = {'admin_pass': password} if password else {}
+    if drive.get('config_drive') and not inst.get('config_drive'):
+        found['config_drive'] = True
     for field, since in (('key_name', KEY_NAME), ('user_data', USER_DATA)):
         if field in body and request.version() < since:
             raise exception.Invalid(
@@ -251,6 +253,7 @@ def _rescue_password(client, params):
     params = dict(params)
     if not client.can_send('1.3'):
         params.pop('password')
+        params.pop('password_required', None)
     elif params['password'] is None:
         params['password'] = actions.generate_password(
             request.services().conf.api.password_length)
@@ -277,11 +280,14 @@ def _rebuild_answer(spec, params, after):
     """The server as the claimed rebuild has it, with the image it is
     being rebuilt from (Nova's answer, which ``openstack server rebuild``
     prints): the record's ``image_ref`` changes only when the rebuild
-    succeeds. No ``adminPass``: a rebuild here sets no password."""
+    succeeds. With ``adminPass`` (api/guest.py) unless ``[api]
+    enable_instance_password`` is false, as Nova."""
     inst = dict(after, image_ref=params['image_ref'])
-    return flask.make_response(
-        flask.jsonify({'server': request.server_body(
-            inst, kind=views.REBUILD)}), spec.status)
+    body = request.server_body(inst, kind=views.REBUILD)
+    if (params.get('admin_pass')
+            and request.services().conf.api.enable_instance_password):
+        body['adminPass'] = params['admin_pass']
+    return flask.make_response(flask.jsonify({'server': body}), spec.status)
 
 
 def _image_answer(spec, params, image_id):

@@ -371,8 +371,7 @@ def _check_root_disk(body, image_ref):
 # ``security_groups`` are checked by api/routes/networks.py, ``key_name``,
 # ``user_data`` and ``config_drive`` by api/guest.py; accessIPv4/v6 are
 # kept and shown.)
-_UNBUILT = {'adminPass': 'guest access (issue 24)',
-            'hostname': 'guest access (issue 24)',
+_UNBUILT = {'hostname': 'guest access (issue 24)',
             'OS-DCF:diskConfig': 'an AUTO disk config'}
 _BUILT_VALUES = {'OS-DCF:diskConfig': ('MANUAL',)}
 
@@ -435,6 +434,7 @@ def create():
     request.boot_image(image_ref, flavor)
     attributes = dict(_attributes(body), **guest.attributes(body),
                       boot_reservation_id=multicreate.reservation_id())
+    password = guest.admin_password(body, attributes)
     if zone is not None:
         attributes['availability_zone'] = zone
 
@@ -445,7 +445,8 @@ def create():
             attributes=dict(attributes, launch_index=launch_index),
             **({'reservation_id': reservation} if reservation else {}),
             **({'force_host': force_host} if force_host else {}),
-            **({'networks': networks} if networks else {}))
+            **({'networks': networks} if networks else {}),
+            **({'admin_pass': password} if password else {}))
     made = multicreate.create(
         name=body['name'], low=low, high=high, create_one=create_one,
         # the quota's room for several servers (one: the conductor checks)
@@ -459,6 +460,8 @@ def create():
         return resp
     inst = made[0]
     out = views.created_server(inst, request.links())
+    if password and request.services().conf.api.enable_instance_password:
+        out['adminPass'] = password
     resp = flask.jsonify({'server': out})
     resp.status_code = 202
     resp.headers['Location'] = out['links'][0]['href']

@@ -49,13 +49,15 @@ opts = [
                help='Most items one list request returns; clients page '
                     'with limit and marker. Range >= 1; default 1000.'),
     cfg.BoolOpt('enable_instance_password', default=True,
-                help='Whether a rescue answers with the rescue system\'s '
-                     'admin password ({"adminPass": ...}, generated unless '
-                     'the request gives one), as Nova\'s option of the same '
-                     'name. false answers {} (the password is still passed '
-                     'to a driver that takes one). Default: true.'),
+                help='Whether create, rebuild and rescue answer with the '
+                     'admin password ("adminPass", generated unless the '
+                     'request gives one), as Nova\'s option of the same '
+                     'name. false: no answer carries one, and none is '
+                     'generated at create or rebuild (one the request gives '
+                     'still reaches the guest, through its config drive). '
+                     'Default: true.'),
     cfg.IntOpt('password_length', default=12, min=8, max=255,
-               help='Length of a generated rescue password, in '
+               help='Length of a generated admin password, in '
                     'characters. Range 8-255; default 12.'),
     cfg.IntOpt('max_request_body_size', default=114688, min=1,
                help='Largest request body accepted, in bytes; a larger one '

@@ -24,6 +24,12 @@ opts = [
                       'The report travels in a heartbeat, sent early when '
                       'it is due (conductor RPC 1.4). '
                       'Range >= 0.1; default 60.'),
+    cfg.FloatOpt('leftover_sweep_interval', default=600.0, min=0,
+                 help='Seconds between two sweeps of the config drives and '
+                      'console logs of instances this host does not own '
+                      '(no domain here, no task running, untouched for 5 '
+                      'minutes), the first at the agent\'s start. 0 turns '
+                      'the sweep off. Range >= 0; default 600.'),
     cfg.BoolOpt('force_config_drive', default=False,
                 help='Give every new server a config drive (ConfigDrive-2 '
                      'ISO with its key, user data and metadata), as if it '

@@ -46,6 +46,14 @@ opts = [
                     'unrescue and resize revert). Its file system\'s size is '
                     'the disk capacity reported. Default: '
                     '$state_dir/instances.'),
+    cfg.FloatOpt('rescue_password_timeout', default=120.0, min=0.0,
+                 help='Seconds a rescue given an admin password ("adminPass") '
+                      'waits for the rescue system\'s qemu-guest-agent to '
+                      'take it (setUserPassword for root, tried every '
+                      'second). No agent answers in time: the rescue is '
+                      'undone and fails, and the API answers Nova\'s 409 '
+                      '"Failed to set admin password". A generated password '
+                      'is not waited for. Range >= 0; default 120.'),
     cfg.FloatOpt('event_debounce', default=None, min=0.0, max=60.0,
                  help='Seconds a domain\'s lifecycle events are gathered '
                       'before its state is read again and reported. On Xen '

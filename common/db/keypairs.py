@@ -19,7 +19,8 @@ from common.db import models
 K = models.KeyPair.__table__
 I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
 # What a rebuild may change of an instance's access (Nova 2.54, 2.57).
-GUEST_COLUMNS = frozenset({'key_name', 'key_data', 'user_data'})
+GUEST_COLUMNS = frozenset({'key_name', 'key_data', 'user_data',
+                           'config_drive'})
 
 
 class KeyPairExists(exception.Conflict):

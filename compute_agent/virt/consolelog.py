@@ -71,6 +71,18 @@ def remove(path):
             pass
 
 
+def stale(path, cutoff):
+    """Whether the log at ``path`` (or a backup of it) exists and none
+    was written since ``cutoff`` (a time.time())."""
+    times = []
+    for name in [path] + glob.glob(glob.escape(path) + '.[0-9]*'):
+        try:
+            times.append(os.path.getmtime(name))
+        except FileNotFoundError:
+            pass
+    return bool(times) and max(times) < cutoff
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """A host's guest consoles, from ``[serial_console]``."""

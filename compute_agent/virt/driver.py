@@ -83,6 +83,13 @@ class ComputeDriver(abc.ABC):
     def list_domains(self):
         """Every domain on the host, as :class:`DomainInfo`, instance or not."""
 
+    def sweep_console_logs(self, keep, cutoff):
+        """Remove the console logs of instances not in ``keep`` last
+        written before ``cutoff``; their uuids (:mod:`compute_agent.
+        leftovers`). A driver whose logs no host owns alone (the fake
+        driver's, shared by its hosts) keeps them: the default."""
+        return []
+
     def get_domain(self, uuid):
         """The :class:`DomainInfo` of one domain, or None if it is absent."""
         for info in self.list_domains():
@@ -180,7 +187,9 @@ class ComputeDriver(abc.ABC):
     def rescue(self, uuid, *, image_ref):
         """Boot ``image_ref`` as the rescue system. A driver that can set
         the rescue system's admin password adds a ``password`` keyword: the
-        agent passes the one the API answered with (never log it)."""
+        agent passes the one the API answered with (never log it); and a
+        ``password_required`` keyword, true when the user gave it: then
+        the rescue fails (undone) when the password cannot be set."""
         self._unsupported('rescue')
 
     def unrescue(self, uuid):

@@ -417,7 +417,12 @@ class FakeDriver(driver.ComputeDriver):
     def resume(self, uuid):
         self._run('resume', uuid)
 
-    def rescue(self, uuid, *, image_ref, password=None):
+    def rescue(self, uuid, *, image_ref, password=None,
+               password_required=False):
+        # A password the user gave needs the guest agent, as set_password
+        # does: a set_password fault (no agent) fails the rescue first.
+        if password is not None and password_required:
+            self._prelude('set_password', uuid)
         # The store is a plain file: keep a digest, never the password.
         digest = (hashlib.sha256(password.encode()).hexdigest()
                   if password is not None else None)

@@ -126,6 +126,7 @@ class QemuPlane:
         self.http.headers['OpenStack-API-Version'] = 'compute latest'
         self.images = image_client.GlanceClient(url + '/image', timeout=60)
         self.servers = []            # made here: deleted at the end
+        self.made = set()            # every server made here
         self.image_ids = []
 
     # --- the compute API -------------------------------------------------------
@@ -173,7 +174,7 @@ class QemuPlane:
         try:
             created = self.compute('POST', '/servers', {'server': {
                 'name': name, 'flavorRef': FLAVOR, 'imageRef': image_id}})
-            self.servers.append(created['server']['id'])
+            self.track(created['server']['id'])
             server = self.settled(created['server']['id'])
         finally:
             for other in others:
@@ -181,6 +182,12 @@ class QemuPlane:
         assert server['status'] == 'ACTIVE', self.show({'server': server})
         assert server['OS-EXT-SRV-ATTR:host'] == host, server
         return server
+
+    def track(self, server_id):
+        """A server the test made: deleted at the end (and on a shared
+        libvirtd its domain removed if the delete did not)."""
+        self.servers.append(server_id)
+        self.made.add(server_id)
 
     def delete_server(self, server_id):
         self.compute('DELETE', '/servers/%s' % server_id)
@@ -301,9 +308,12 @@ def _heartbeat(statedb, host):
 
 
 @contextlib.contextmanager
-def qemu_plane(hosts=('hosta', 'hostb')):
+def qemu_plane(hosts=('hosta', 'hostb'), *, shared_uri=None):
     """A :class:`QemuPlane` with one agent, on a private libvirtd of its
-    own, per name in ``hosts``; everything removed afterwards."""
+    own, per name in ``hosts``; everything removed afterwards.
+    ``shared_uri``: one host instead, on that libvirtd (a privileged one,
+    whose guests can sit on a bridge), with the agent's DHCP on; only the
+    domains of the plane's own servers are removed from it."""
     require_tools()
     root = tempfile.mkdtemp(prefix='lvq-', dir='/tmp')
     os.chmod(root, 0o755)
@@ -323,15 +333,25 @@ def qemu_plane(hosts=('hosta', 'hostb')):
             stack.callback(server.stop)
             conf.set_override('service_url', server.url + '/image',
                               group='image')
-            drivers, caches = {}, {}
+            drivers, caches, made = {}, {}, set()
             for index, host in enumerate(hosts):
                 caches[host] = os.path.join(work, host, 'image-cache')
-                drivers[host] = _start_host(stack, plane, conf, root,
-                                            index, host, caches[host])
+                if shared_uri is None:
+                    drivers[host] = _start_host(stack, plane, conf, root,
+                                                index, host, caches[host])
+                    continue
+                assert len(hosts) == 1, 'one host on a shared libvirtd'
+                functional.set_opts(conf, 'dhcp', enabled=True,
+                                    state_path=os.path.join(work, 'dhcp'))
+                stack.callback(_remove_domains, shared_uri, made)
+                drivers[host] = _start_agent(stack, plane, conf, shared_uri,
+                                             host, caches[host])
+                stack.callback(plane.agents[host].dhcp.stop_all)
             for host in hosts:  # the scheduler places on hosts that beat
                 _bounded(lambda h=host: _heartbeat(plane.statedb, h),
                          'the first heartbeat of %s' % host, timeout=30)
             qemu = QemuPlane(plane, drivers, server.url, caches)
+            qemu.made = made
             stack.callback(qemu.cleanup)
             yield qemu
     finally:
@@ -347,6 +367,11 @@ def _start_host(stack, plane, conf, root, index, host, cache):
     uri = libvirtd.start()
     stack.callback(libvirtd.stop)
     stack.callback(_remove_domains, uri)
+    return _start_agent(stack, plane, conf, uri, host, cache)
+
+
+def _start_agent(stack, plane, conf, uri, host, cache):
+    """Host ``host``'s driver (on ``uri``) and agent; its driver."""
     drv = _driver(uri, _work_dir(os.path.dirname(cache)))
     drv.init_host(host)
     # The agent's ImageCache reads the path when it is made: each agent
@@ -357,13 +382,16 @@ def _start_host(stack, plane, conf, root, index, host, cache):
     return drv
 
 
-def _remove_domains(uri):
+def _remove_domains(uri, only=None):
     """No domain outlives the test (the plane deletes its servers first;
-    this is for a test that failed half way), once the agent is stopped."""
+    this is for a test that failed half way), once the agent is stopped;
+    on a shared libvirtd ``only`` those uuids."""
     import libvirt
     conn = libvirt.open(uri)
     try:
         for dom in conn.listAllDomains():
+            if only is not None and dom.UUIDString() not in only:
+                continue
             with contextlib.suppress(libvirt.libvirtError):
                 dom.destroy()
             with contextlib.suppress(libvirt.libvirtError):

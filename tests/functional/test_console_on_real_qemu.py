@@ -7,15 +7,26 @@ One host, an agent on a private libvirtd (:mod:`tests.functional.
 qemu_plane`), the test image (it prints ``BOOT-OK`` on its serial line).
 Skipped, with the reason, where libvirtd, QEMU or the image's packages
 are missing (a failure with ``CI=true``). Every wait is bounded.
+
+Run by ``tox -e guest`` (``TRISTATE_GUEST_FULL=1``) only: the default
+suite's real-QEMU guest test, :mod:`tests.functional.
+test_guest_access_on_real_qemu`, reads the console log and types on the
+serial console through the proxy too, in one boot instead of two.
 """
 
 import os
+
+import pytest
 
 from tests.functional import qemu_plane
 from tests.functional import qemu_support
 from tests.functional import test_images_on_real_qemu as images_test
 
 BOOT_TIMEOUT = images_test.BOOT_TIMEOUT
+FULL = os.environ.get('TRISTATE_GUEST_FULL') == '1'
+full_only = pytest.mark.skipif(
+    not FULL, reason='tox -e guest runs it (TRISTATE_GUEST_FULL=1); the '
+    'default suite covers it with test_guest_access_on_real_qemu')
 
 
 def _output(qemu, server_id, length=None):
@@ -24,6 +35,7 @@ def _output(qemu, server_id, length=None):
                         expect=(200,))['output']
 
 
+@full_only
 def test_the_console_log_holds_the_guests_serial_output():
     qemu_plane.require_tools()
     with qemu_support.qemu_dir() as directory, \
@@ -83,6 +95,7 @@ def _read_until(ws, marker, timeout):
     return seen
 
 
+@full_only
 def test_typing_on_the_serial_console_through_the_proxy():
     """The guest's serial port as a TCP listener (``[serial_console]
     enabled``), its log kept: ``reboot`` typed through the proxy's

@@ -283,6 +283,39 @@ def test_change_password_without_a_guest_agent_is_nova_409(api, plane):
     assert api.server(server['id'])['status'] == 'ACTIVE'
 
 
+def test_rescue_with_a_password_and_no_guest_agent_is_nova_409(api, plane):
+    """A rescue password the user gives must reach the rescue system's
+    guest agent: without one the rescue is undone and the answer is the
+    409 changePassword gives. A generated one is not waited for."""
+    server = api.active()
+    store = fake.HostStore(plane.conf.state_dir, api.host(server['id']))
+    store.set_fault('set_password', 'fail', count=1)
+    resp = api.post('/servers/%s/action' % server['id'],
+                    {'rescue': {'adminPass': 'Resc-ue-1'}})
+    assert resp.status_code == 409, resp.get_json()
+    message = resp.get_json()['conflictingRequest']['message']
+    assert message.startswith('Failed to set admin password on %s because '
+                              % server['id'])
+    assert 'Resc-ue-1' not in message
+    assert api.settled(server['id'])['status'] == 'ACTIVE'
+    # no fault left: the same request rescues it and answers the password
+    resp = api.post('/servers/%s/action' % server['id'],
+                    {'rescue': {'adminPass': 'Resc-ue-1'}})
+    assert resp.status_code == 200, resp.get_json()
+    assert resp.get_json() == {'adminPass': 'Resc-ue-1'}
+    assert api.settled(server['id'])['status'] == 'RESCUE'
+
+
+def test_rescue_with_a_generated_password_needs_no_guest_agent(api, plane):
+    server = api.active()
+    store = fake.HostStore(plane.conf.state_dir, api.host(server['id']))
+    store.set_fault('set_password', 'fail', count=1)
+    resp = api.post('/servers/%s/action' % server['id'], {'rescue': None})
+    assert resp.status_code == 200, resp.get_json()
+    assert api.settled(server['id'])['status'] == 'RESCUE'
+    store.clear_faults()
+
+
 # --- Tempest's response schemas as the oracle -----------------------------------------
 
 def test_bodies_pass_tempests_schemas(api):

@@ -104,9 +104,9 @@ class _Journal:
 
 
 @contextlib.contextmanager
-def _l2(tag):
+def _l2(tag, gateway=GATEWAY):
     """The bridge (no address) and the client namespace on it (the
-    gateway address); removed afterwards."""
+    ``gateway`` address); removed afterwards."""
     bridge, ns = 'tsq' + tag, 'tsq%s-client' % tag
     try:
         _ip('link', 'add', bridge, 'type', 'bridge')
@@ -116,7 +116,7 @@ def _l2(tag):
         _ip('link', 'add', 'tsq%sc' % tag, 'type', 'veth', 'peer', 'name',
             'eth0', 'netns', ns)
         _ip('link', 'set', 'tsq%sc' % tag, 'master', bridge, 'up')
-        _ip('-n', ns, 'addr', 'add', GATEWAY + '/24', 'dev', 'eth0')
+        _ip('-n', ns, 'addr', 'add', gateway + '/24', 'dev', 'eth0')
         _ip('-n', ns, 'link', 'set', 'eth0', 'up')
         _ip('-n', ns, 'link', 'set', 'lo', 'up')
         yield bridge, ns

@@ -217,8 +217,11 @@ def test_rebuild_takes_name_metadata_description(url):
     server = _active(nova, server)
     assert (server.name, server.metadata, server.description) == (
         'after', {'new': '2'}, 'd1')
-    with pytest.raises(nova_exc.BadRequest, match='adminPass'):
-        nova.servers.rebuild(server, IMAGE, password='secret')
+    # a password given comes back, and the server keeps a config drive
+    # for it (api/guest.py)
+    assert nova.servers.rebuild(server, IMAGE,
+                                password='secret').adminPass == 'secret'
+    assert _active(nova, server).config_drive == 'True'
     old = client_support.nova(url, token, '2.18')
     with pytest.raises(nova_exc.BadRequest, match='description'):
         old.client.post('/servers/%s/action' % server.id, json={

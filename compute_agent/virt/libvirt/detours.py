@@ -25,6 +25,7 @@ VirtError says ``rolled_back=False``.
 
 import logging
 import os
+import time
 
 import libvirt
 
@@ -97,10 +98,37 @@ class DetourOps:
 
     # --- rescue -----------------------------------------------------------------
 
-    def rescue(self, uuid, *, image_ref, image=None):
+    def rescue(self, uuid, *, image_ref, image=None, password=None,
+               password_required=False):
+        """Boot the rescue image. A ``password_required`` (one the user
+        gave) is set for root through the rescue system's qemu-guest-agent
+        within ``rescue_password_timeout``, else the rescue is undone and
+        a rolled-back VirtError says why; a generated one is not waited for (no
+        agent may ever answer)."""
         self._cleanup_before_allocation()
         with self._image(image_ref, image) as base:
             self._op('rescue', uuid, lambda dom: self._rescue(dom, base))
+        if password is not None and password_required:
+            self._rescue_password(uuid, password)
+
+    def _rescue_password(self, uuid, password):
+        deadline = time.monotonic() + self.rescue_password_timeout
+        while True:
+            try:
+                self.set_password(uuid, password=password)
+                return
+            except NotSupported as err:
+                if time.monotonic() >= deadline:
+                    why = err
+                    break
+            if self._stopping.wait(1.0):
+                why = 'the agent stops'
+                break
+        self._op('unrescue', uuid, self._unrescue)
+        raise VirtError('no guest agent in the rescue system of %s took the '
+                        'admin password within %.0f s (%s); the rescue was '
+                        'undone' % (uuid, self.rescue_password_timeout, why),
+                        rolled_back=True)
 
     def _rescue(self, dom, image):
         files = self._files(dom.UUIDString())

@@ -117,7 +117,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                  shutdown_timeout=60, reconnect_interval_min=0.5,
                  reconnect_interval_max=30.0, reconnect_timeout=60.0,
                  test_node_per_host=True, cpu_mode='host-model',
-                 poll_interval=0.2, console=None, live_migration=None):
+                 poll_interval=0.2, console=None, live_migration=None,
+                 rescue_password_timeout=120.0):
         for what, value, allowed in (('virt_type', virt_type,
                                       config.VIRT_TYPES),
                                      ('cpu_mode', cpu_mode, config.CPU_MODES)):
@@ -135,6 +136,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         self.event_debounce = (DEBOUNCE.get(virt_type, DEBOUNCE['xen'])
                                if event_debounce is None else event_debounce)
         self.shutdown_timeout = shutdown_timeout
+        self.rescue_password_timeout = rescue_password_timeout
         self.poll_interval = poll_interval
         self.test_node_per_host = test_node_per_host
         self._reconnect = dict(interval_min=reconnect_interval_min,
@@ -165,7 +167,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                    test_node_per_host=group.test_node_per_host,
                    cpu_mode=group.cpu_mode,
                    console=consolelog.Settings.from_conf(conf),
-                   live_migration=migration.Settings.from_conf(conf))
+                   live_migration=migration.Settings.from_conf(conf),
+                   rescue_password_timeout=group.rescue_password_timeout)
 
     # --- setting up and down ---------------------------------------------------
 
@@ -365,6 +368,28 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                 return address, port
         raise VirtError('no free serial console port in [serial_console] '
                         'port_range on host %s' % self.host)
+
+    def sweep_console_logs(self, keep, cutoff):
+        """The console logs in ``instances_path`` of instances not in
+        ``keep``, untouched since ``cutoff``: removed, with their folder
+        when nothing else is left in it."""
+        try:
+            names = os.listdir(self.instances_path)
+        except FileNotFoundError:
+            return []
+        removed = []
+        for uuid in names:
+            if uuid in keep or uuid.startswith('.'):
+                continue
+            files = self._files(uuid)
+            if not os.path.isdir(files.path) or not consolelog.stale(
+                    files.console_log, cutoff):
+                continue
+            consolelog.remove(files.console_log)
+            with contextlib.suppress(OSError):
+                os.rmdir(files.path)        # only when it is empty
+            removed.append(uuid)
+        return removed
 
     def get_console_output(self, uuid, *, max_bytes):
         path = self._console_log(uuid)

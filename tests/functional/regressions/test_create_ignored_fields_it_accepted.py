@@ -41,7 +41,6 @@ def _count(api):
 
 
 @pytest.mark.parametrize('field, value', [
-    ('adminPass', 'secret'),
     ('security_groups', [{'name': 'web'}]),
     ('hostname', 'guest'),
     ('OS-DCF:diskConfig', 'AUTO')])

@@ -88,7 +88,8 @@ def test_action_bodies(key, body):
     ('os-migrateLive', {'host': 'h2'}, ('live_migrate', {'host': 'h2'})),
     ('rescue', None, ('rescue', {'password': None})),
     ('rescue', {'adminPass': 'p', 'rescue_image_ref': 'http://g/images/r'},
-     ('rescue', {'password': 'p', 'image_ref': 'r'})),
+     ('rescue', {'password': 'p', 'password_required': True,
+                 'image_ref': 'r'})),
     ('changePassword', {'adminPass': 'p'},
      ('set_password', {'password': 'p'})),
 ])

@@ -354,6 +354,44 @@ def test_set_password_without_guest_agent_is_not_supported(drv, uuid,
     assert state(drv, uuid) == RUNNING
 
 
+def _no_agent(monkeypatch):
+    def no_agent(self, user, password, flags):
+        err = libvirt.libvirtError('guest agent is not responding')
+        err.err = (libvirt.VIR_ERR_AGENT_UNRESPONSIVE, 0, '', 2, '', '',
+                   '', 0, 0)
+        raise err
+    monkeypatch.setattr(libvirt.virDomain, 'setUserPassword', no_agent)
+
+
+def test_a_rescue_password_given_goes_through_the_guest_agent(
+        drv, uuid, monkeypatch):
+    taken = []
+    monkeypatch.setattr(libvirt.virDomain, 'setUserPassword',
+                        lambda self, user, pw, flags: taken.append((user, pw)))
+    drv.rescue(uuid, image_ref='rescue', password='Resc-ue-1',
+               password_required=True)
+    assert taken == [('root', 'Resc-ue-1')]
+    assert drv._files(uuid).load('rescue') is not None  # noqa: SLF001
+
+
+def test_a_rescue_password_given_without_a_guest_agent_undoes_it(
+        make_driver, monkeypatch):
+    drv = make_driver(rescue_password_timeout=0)
+    uuid = new_uuid()
+    drv.spawn(uuid, name='vm', flavor=TINY, image_ref='cirros')
+    before = xml_of(drv, uuid)
+    _no_agent(monkeypatch)
+    with pytest.raises(virt.VirtError, match='no guest agent') as exc:
+        drv.rescue(uuid, image_ref='rescue', password='Resc-ue-1',
+                   password_required=True)
+    assert exc.value.rolled_back and 'Resc-ue-1' not in str(exc.value)
+    assert (state(drv, uuid), xml_of(drv, uuid)) == (RUNNING, before)
+    assert drv._files(uuid).load('rescue') is None  # noqa: SLF001
+    # a generated one is not waited for
+    drv.rescue(uuid, image_ref='rescue', password='generated')
+    assert drv._files(uuid).load('rescue') is not None  # noqa: SLF001
+
+
 def test_migrate_out_without_a_prepared_destination_is_refused(drv, uuid):
     with pytest.raises(virt.VirtError, match='did not prepare') as exc:
         drv.migrate_out(uuid, dest='h2')
