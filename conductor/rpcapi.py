@@ -67,6 +67,9 @@ Version history:
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
   build of the instance is placed in).
+* 1.14 - create_instance's ``attributes`` may carry ``server_group`` (the
+  uuid of the server group the new instance joins: Nova's ``group``
+  scheduler hint); refused below 1.14 rather than built outside its group.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -78,7 +81,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.13'
+VERSION = '1.14'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -175,6 +178,9 @@ class ConductorAPI:
             _at_least(kwargs, '1.13')
             if force_host is not None:
                 kwargs['force_host'] = force_host
+        if (attributes or {}).get('server_group') is not None:    # 1.14
+            self._need('1.14', 'a server group (scheduler hint group)')
+            _at_least(kwargs, '1.14')
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)
