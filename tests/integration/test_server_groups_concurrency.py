@@ -25,7 +25,7 @@ def test_concurrent_builds_of_a_group_never_break_its_policy(make_plane):
     # buried builds stay members (as Nova): no limit on members here
     plane.statedb.set_quotas('demo', {'server_group_members': -1})
     groups = [plane.statedb.create_server_group(
-        name='g%d' % most, policy='anti-affinity', project_id='demo',
+        name='g%s' % most, policy='anti-affinity', project_id='demo',
         user_id='alice', max_server_per_host=most)['uuid']
         for most in (None, 3)]
     plane.api.client = plane.api.client.prepare(timeout=120)
