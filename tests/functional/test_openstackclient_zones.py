@@ -92,28 +92,27 @@ def test_server_create_in_a_zone_and_migration_list(home, url,  # noqa: F811
     assert found.project_id == shown['project_id']
 
 
-def test_server_group_create_list_show_delete_and_hint(home):  # noqa: F811
+def test_server_group_create_list_show_delete_and_hint(home,  # noqa: F811
+                                                       plane):  # noqa: F811
     """``server group create``, ``server create --hint group=``: the
-    members of an anti-affinity group land on the two hosts, one each;
-    the group shows them; ``server group delete`` forgets it."""
+    members of an anti-affinity group land on the two hosts, one each
+    (placed before the create answers); the group shows them; ``server
+    group delete`` forgets it."""
     made = osc(home, 'server', 'group', 'create', '--policy',
                'anti-affinity', 'spread-me')
     assert made['name'] == 'spread-me'
     assert 'anti-affinity' in str(made.get('policy', made.get('policies')))
     servers = [osc(home, 'server', 'create', '--flavor', 'tiny', '--image',
                    api_support.IMAGE, '--no-network', '--hint',
-                   'group=%s' % made['id'], '--wait', 'member-%d' % n)
+                   'group=%s' % made['id'], 'member-%d' % n)['id']
                for n in range(2)]
-    hosts = {osc(home, 'server', 'show', s['id'], cloud=ADMIN)[
-        'OS-EXT-SRV-ATTR:host'] for s in servers}
+    hosts = {plane.statedb.get_instance(s)['host'] for s in servers}
     assert hosts == {'host1', 'host2'}
-    listed = osc(home, 'server', 'group', 'list')
-    assert [g['Name'] for g in listed] == ['spread-me']
     shown = osc(home, 'server', 'group', 'show', made['id'])
-    assert sorted(shown['members'].split(', ') if isinstance(
-        shown['members'], str) else shown['members']) == sorted(
-            s['id'] for s in servers)
-    for server in servers:
-        osc(home, 'server', 'delete', '--wait', server['id'], parse=False)
+    members = shown['members']
+    assert sorted(members.split(', ') if isinstance(members, str)
+                  else members) == sorted(servers)
+    assert [g['Name'] for g in osc(home, 'server', 'group', 'list')] == [
+        'spread-me']
     osc(home, 'server', 'group', 'delete', made['id'], parse=False)
     assert osc(home, 'server', 'group', 'list') == []
