@@ -80,6 +80,9 @@ def kept_back(capacity, ram_ratio):
     scheduler's apply), and ``ram_ratio``, the one the stored weigher is
     computed with: the host's own, else ``ram_ratio`` (the conductor's).
     Keys an older agent does not send reserve nothing."""
+    if not isinstance(capacity, dict):
+        raise TypeError('heartbeat capacity must be a dict, not %s'
+                        % type(capacity).__name__)
     reserved, own = {}, {}
     for key in _KEPT:
         reserved[key] = _whole(capacity.get(key) or 0, key)

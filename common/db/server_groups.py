@@ -41,7 +41,6 @@ from common.db import quota_classes
 G = models.ServerGroup.__table__
 M = models.ServerGroupMember.__table__
 A = models.Allocation.__table__
-I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
 
 AFFINITY = 'affinity'
 ANTI_AFFINITY = 'anti-affinity'
