@@ -126,7 +126,11 @@ def test_server_groups_quota(app, user, shared_plane):
     said = _create(user, {'name': 'two', 'policy': 'affinity'}, '2.64', 403)
     assert 'too many server groups' in said
     quota = user.get('/os-quota-sets/%s/detail' % project).get_json()
-    assert quota['quota_set']['server_groups']['limit'] == 1
+    assert quota['quota_set']['server_groups'] == {
+        'limit': 1, 'in_use': 1, 'reserved': 0}
+    limits = user.get('/limits').get_json()['limits']['absolute']
+    assert (limits['maxServerGroups'], limits['totalServerGroupsUsed']) == (
+        1, 1)
 
 
 def _boot(api, hints, status=202):
