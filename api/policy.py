@@ -113,7 +113,29 @@ def list_rules():
               ('GET', '/os-hypervisors/detail'),
               ('GET', '/os-hypervisors/{hypervisor_id}')),
     ] + (_action_rules() + _lease_rules() + _accounting_rules()
-         + _catalogue_rules() + _zone_rules() + _keypair_rules())
+         + _catalogue_rules() + _zone_rules() + _keypair_rules()
+         + _server_group_rules())
+
+
+def _server_group_rules():
+    """Server groups are a project's (Nova's defaults); an admin lists
+    every project's with ``all_projects``."""
+    path = '/os-server-groups'
+    rule = 'tristate:os-server-groups:%s'
+    return [
+        _rule(rule % 'index', OWNER, 'List the project\'s server groups.',
+              ('GET', path)),
+        _rule(rule % 'index:all_projects', ADMIN,
+              'List every project\'s server groups (all_projects).',
+              ('GET', path)),
+        _rule(rule % 'create', OWNER, 'Create a server group.',
+              ('POST', path)),
+        _rule(rule % 'show', OWNER, 'Show a server group; join it with '
+              'the group scheduler hint of a create.',
+              ('GET', path + '/{server_group_id}'), ('POST', '/servers')),
+        _rule(rule % 'delete', OWNER, 'Delete a server group.',
+              ('DELETE', path + '/{server_group_id}')),
+    ]
 
 
 # An admin, or the user the key pair belongs to (Nova's default).

@@ -107,6 +107,10 @@ def flavor_ids():
     return found
 
 
+# Nova's ``server_groups`` of a server (not in lists): the group it is in.
+SERVER_GROUPS = microversion.APIVersion(2, 71)
+
+
 def server_body(inst, up=None, fault=None, kind=views.SHOW):
     """The server as Nova's view ``kind`` (:data:`views.SHOW`, ``LIST``,
     ``UPDATE``, ``REBUILD``) shows it to this caller at this request's
@@ -119,6 +123,9 @@ def server_body(inst, up=None, fault=None, kind=views.SHOW):
         flavor_id = flavor_ids().get(inst['flavor_name'])
         if flavor_id is not None and flavor_id != inst['flavor_name']:
             inst = dict(inst, flavor_id=flavor_id)
+    if kind != views.LIST and version() >= SERVER_GROUPS:
+        group = services().client.statedb.server_group_of(inst['uuid'])
+        inst = dict(inst, server_groups=[group] if group else [])
     extended, host_status = _sees_where(inst['project_id'])
     return views.server(
         inst, version=version(), links=links(),

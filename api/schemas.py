@@ -109,18 +109,23 @@ def access_ips(body):
                                 ('accessIPv6', 'access_ip_v6'))
             if key in body}
 
-# A lease's reservation to build on (``reservation`` is Blazar's name);
-# other hints are refused (nothing acts on them): see reservation_hint.
+# A lease's reservation to build on (``reservation`` is Blazar's name) and
+# the server group to join (Nova's ``group``, a uuid); other hints are
+# refused (nothing acts on them): see reservation_hint.
 RESERVATION_ID = {'type': 'string', 'minLength': 1, 'maxLength': 36,
                   'format': PRINTABLE}
+UUID = {'type': 'string', 'pattern': '^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?'
+        '[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$'}
 SCHEDULER_HINTS = {'type': 'object',
                    'properties': {'reservation_id': RESERVATION_ID,
-                                  'reservation': RESERVATION_ID}}
+                                  'reservation': RESERVATION_ID,
+                                  'group': UUID}}
 
 
 def reservation_hint(body):
     """The reservation a validated POST /servers body asks for, or None;
-    a 400 naming any other scheduler hint (group, same_host, ...: the
+    a 400 naming any scheduler hint but these and ``group``
+    (api/routes/server_groups.py: group_hint) (same_host, ...: the
     scheduler acts on none of them)."""
     for where in ('os:scheduler_hints', 'OS-SCH-HNT:scheduler_hints'):
         for hint in sorted(body.get(where) or {}):
@@ -128,7 +133,7 @@ def reservation_hint(body):
                 raise exception.Invalid(
                     'Invalid input for field/attribute %s.%s. Value: %s. '
                     'Not supported: Tristate\'s scheduler acts on the '
-                    'reservation hint only' % (where, hint, _short(
+                    'reservation and group hints only' % (where, hint, _short(
                         body[where][hint])))
     hints = (body.get('os:scheduler_hints')
              or body.get('OS-SCH-HNT:scheduler_hints') or {})

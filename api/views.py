@@ -413,11 +413,17 @@ def hypervisor(host, instances, *, detail=True, version=microversion.MIN):
     if not detail:
         return body
     free_disk = host['disk_gb'] - host['used_disk_gb']
+    # As Nova: the totals with what the host reserves for itself, counted
+    # as used (memory, disk); reserved CPUs are not counted as used.
+    kept_mb = host.get('reserved_memory_mb') or 0
+    kept_gb = host.get('reserved_disk_gb') or 0
     body.update({
-        'vcpus': host['vcpus'], 'vcpus_used': host['used_vcpus'],
-        'memory_mb': host['memory_mb'],
-        'memory_mb_used': host['used_memory_mb'],
-        'local_gb': host['disk_gb'], 'local_gb_used': host['used_disk_gb'],
+        'vcpus': host['vcpus'] + (host.get('reserved_vcpus') or 0),
+        'vcpus_used': host['used_vcpus'],
+        'memory_mb': host['memory_mb'] + kept_mb,
+        'memory_mb_used': host['used_memory_mb'] + kept_mb,
+        'local_gb': host['disk_gb'] + kept_gb,
+        'local_gb_used': host['used_disk_gb'] + kept_gb,
         'free_ram_mb': host['memory_mb'] - host['used_memory_mb'],
         'free_disk_gb': free_disk, 'disk_available_least': free_disk,
         'running_vms': len(mine), 'current_workload': 0,

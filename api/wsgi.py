@@ -52,6 +52,7 @@ from api.routes import noauth_identity
 from api.routes import os_hosts
 from api.routes import server_actions
 from api.routes import server_attrs
+from api.routes import server_groups
 from api.routes import servers
 from api.routes import services as services_routes
 from api.routes import versions
@@ -76,7 +77,7 @@ def create_app(conf, client, *, policy=None):
                       flavors.bp, limits.bp, services_routes.bp,
                       aggregates.bp, availability_zones.bp, migrations.bp,
                       networks.bp, keypairs.bp, consoles.bp,
-                      external_events.bp):
+                      external_events.bp, server_groups.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)

@@ -232,6 +232,24 @@ class ServiceUnavailable(TristateError):
     code = 503
 
 
+# --- server groups (common/db/server_groups.py; here to cross RPC) ----------
+
+class ServerGroupNotFound(NotFound):
+    msg_fmt = 'Instance group %(group)s could not be found.'
+
+
+class ServerGroupQuota(QuotaExceeded):
+    msg_fmt = ('Quota exceeded, too many server groups: project '
+               '%(project)s has %(count)d, the limit (server_groups) is '
+               '%(limit)d.')
+
+
+class ServerGroupMembersQuota(QuotaExceeded):
+    msg_fmt = ('Quota exceeded, too many servers in group %(group)s: it '
+               'has %(count)d, the limit (server_group_members) is '
+               '%(limit)d.')
+
+
 def _all_subclasses(cls):
     for sub in cls.__subclasses__():
         yield sub

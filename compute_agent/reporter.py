@@ -170,6 +170,23 @@ class Delivered:
             known[1:] == (report['power_state'], report['reason']))
 
 
+def kept_back(group):
+    """What a heartbeat's capacity says besides the totals (issue 25):
+    the resources ``[compute]`` reserves for the host (``reserved_vcpus``,
+    ``reserved_memory_mb``, ``reserved_disk_gb``: MiB rounded up to whole
+    GiB, as Nova) and the host's own allocation ratios where set
+    (``cpu_ratio``, ``ram_ratio``, ``disk_ratio``). A conductor older than
+    this ignores them."""
+    found = {'reserved_vcpus': group.reserved_host_cpus,
+             'reserved_memory_mb': group.reserved_host_memory_mb,
+             'reserved_disk_gb': -(-group.reserved_host_disk_mb // 1024)}
+    for kind in ('cpu', 'ram', 'disk'):
+        ratio = getattr(group, '%s_allocation_ratio' % kind)
+        if ratio is not None:
+            found['%s_ratio' % kind] = float(ratio)
+    return found
+
+
 class Reporter:
     """Heartbeats and power reports of one host, each in its own thread."""
 
@@ -211,8 +228,10 @@ class Reporter:
         and return its answer; raise if it was not delivered."""
         cap = self.driver.get_capacity()
         lost = self.journal.lost()      # kept there until delivered
-        capacity = {'vcpus': cap.vcpus, 'memory_mb': cap.memory_mb,
-                    'disk_gb': self._disk_gb(cap.disk_gb)}
+        capacity = dict({'vcpus': cap.vcpus, 'memory_mb': cap.memory_mb,
+                         'disk_gb': self._disk_gb(cap.disk_gb)},
+                        **({} if self.conf is None
+                           else kept_back(self.conf.compute)))
         try:
             answer = self.conductor.heartbeat(
                 self.ctx, host=self.host, capacity=capacity,

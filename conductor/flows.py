@@ -106,7 +106,7 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'launch_index': int, 'availability_zone': str,
                       'key_name': str, 'key_data': str, 'user_data': str,
                       'config_drive': bool, 'access_ip_v4': str,
-                      'access_ip_v6': str}
+                      'access_ip_v6': str, 'server_group': str}
 # What a rebuild may change of the guest's access (RPC 1.10; config_drive
 # 1.17: true when an adminPass needs one).
 GUEST_KEYS = ('key_name', 'key_data', 'user_data', 'config_drive')
@@ -233,7 +233,8 @@ class Flows:
         (every build of the instance honours it); ``force_host``: the
         admin's host for this first build (``zone:host``); ``networks``:
         Nova's 2.37 ``networks`` (ports allocated in the create's
-        transaction)."""
+        transaction); ``attributes['server_group']``: the group it joins
+        (RPC 1.14), every build and move of it placed by its policy."""
         validate_name(name)
         if admin_pass is not None and not isinstance(admin_pass, str):
             raise exception.Invalid(reason='admin_pass must be a string')
@@ -254,12 +255,14 @@ class Flows:
             'crash_policy': policies.get('crash',
                                          self.conf.conductor.default_crash),
         }
+        group = attributes.pop('server_group', None)
         values.update(attributes)
         if self.conf.compute.force_config_drive:
             values['config_drive'] = True
         inst, task_ctx = self.gateway.create(
             ctx, values, networks=validate_networks(networks),
-            default_network=self.conf.network.default_network)
+            default_network=self.conf.network.default_network,
+            server_group=group)
         # Created at the scheduling step: no progress call of its own; the
         # answer is the row as this conductor left it (no read-back).
         with self._unsent_fails(task_ctx, inst, 'build'):

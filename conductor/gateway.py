@@ -66,11 +66,12 @@ class TaskGateway:
 
     # --- claim ---------------------------------------------------------------
 
-    def create(self, ctx, values, **networks):
+    def create(self, ctx, values, **created):
         """A new instance, INITIALIZED, its build task claimed, its ports
-        allocated (``networks``: as
+        allocated, its server group joined (``created``: networks,
+        default_network, server_group, as
         :meth:`common.db.api.StateDB.create_instance` takes them)."""
-        inst = self.db.create_instance(ctx, values, **networks)
+        inst = self.db.create_instance(ctx, values, **created)
         task_ctx = ctx.for_task(inst['task_id'])
         _trace(task_ctx, inst)
         LOG.info('Task build claimed for new instance %s (flavor %s)',

@@ -13,6 +13,7 @@ from common import exception
 from common import metrics
 from common import reconcile as rtable
 from common import states
+from common.db import hosts as hosts_db
 from common.db import services
 from conductor import gateway as gw
 from conductor import images
@@ -273,12 +274,12 @@ class Results:
 
     def _beat(self, host, capacity, started_at, version):
         """What :meth:`StateDB.agent_heartbeat` takes besides the host."""
-        return {'vcpus': capacity['vcpus'], 'memory_mb': capacity['memory_mb'],
-                'disk_gb': capacity['disk_gb'],
+        kept = hosts_db.kept_back(capacity,
+                                  self.conf.scheduler.ram_allocation_ratio)
+        return {**kept,
                 'agent_started_at': (
                     datetime.datetime.fromisoformat(started_at)
                     if started_at else None),
-                'ram_ratio': self.conf.scheduler.ram_allocation_ratio,
                 'binary': services.AGENT, 'version': version,
                 'new_host_enabled': self.conf.scheduler.enable_new_hosts}
 

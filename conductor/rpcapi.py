@@ -67,6 +67,9 @@ Version history:
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
   build of the instance is placed in).
+* 1.14 - create_instance's ``attributes`` may carry ``server_group`` (the
+  uuid of the server group the new instance joins: Nova's ``group``
+  scheduler hint); refused below 1.14 rather than built outside its group.
 * 1.17 - create_instance takes ``admin_pass`` and run_action of
   ``rebuild`` takes ``admin_pass`` and ``config_drive`` (API tier, issue
   24: Nova's adminPass, carried to the build or rebuild task and written
@@ -182,6 +185,9 @@ class ConductorAPI:
             _at_least(kwargs, '1.13')
             if force_host is not None:
                 kwargs['force_host'] = force_host
+        if (attributes or {}).get('server_group') is not None:    # 1.14
+            self._need('1.14', 'a server group (scheduler hint group)')
+            _at_least(kwargs, '1.14')
         if admin_pass is not None:                          # 1.17
             self._need('1.17', 'an admin password (adminPass)')
             _at_least(kwargs, '1.17', admin_pass=admin_pass)

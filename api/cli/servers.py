@@ -154,6 +154,9 @@ class CreateServer(_Waits, show.ShowOne):
         parser.add_argument('--reservation', metavar='RESERVATION_ID',
                             help='Build on the hosts of this reservation of '
                                  'an active lease (`tristate lease show`).')
+        parser.add_argument('--group', metavar='SERVER_GROUP_ID',
+                            help='Join this server group (`openstack server '
+                                 'group list`): placed by its policy.')
         parser.add_argument('--network', action='append', default=[],
                             metavar='NETWORK',
                             help='Network name or ID to plug the server '
@@ -188,9 +191,13 @@ class CreateServer(_Waits, show.ShowOne):
                     'network']['id']} for ref in parsed_args.network]
         server.update(_guest_access(parsed_args))
         body = {'server': server}
+        hints = {}
         if parsed_args.reservation:
-            body['os:scheduler_hints'] = {
-                'reservation_id': parsed_args.reservation}
+            hints['reservation_id'] = parsed_args.reservation
+        if parsed_args.group:
+            hints['group'] = parsed_args.group
+        if hints:
+            body['os:scheduler_hints'] = hints
         created, task_id = self.app.client.start_task('/servers', body)
         return show_server(self.settled(created['server']['id'], parsed_args,
                                         task_id))

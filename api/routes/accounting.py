@@ -67,7 +67,12 @@ TIME_FORMATS = ('%Y-%m-%dT%H:%M:%S', '%Y-%m-%dT%H:%M:%S.%f',
 def _quotas(project_id, rule):
     request.authorize('tristate:quotas:%s' % rule,
                       {'project_id': project_id})
-    return request.services().client.get_quotas(request.context(), project_id)
+    found = request.services().client.get_quotas(request.context(),
+                                                 project_id)
+    # the project's server groups (Nova's in_use); members are per group
+    found['usage'] = dict(found['usage'], **request.services().client.statedb
+                          .server_groups_in_use(project_id))
+    return found
 
 
 @bp.get('/os-quota-sets/<project_id>')

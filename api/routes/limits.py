@@ -106,9 +106,10 @@ def limits():
     found = request.services().client.get_quotas(ctx, project_id)
     nova = _statedb().get_quota_class(quota_classes.DEFAULT, _settings())
     values = dict(nova, **found['limits'])
+    usage = dict(found['usage'],
+                 **_statedb().server_groups_in_use(project_id))
     return {'limits': {'rate': [],
-                       'absolute': absolute(values, found['usage'],
-                                            version)}}
+                       'absolute': absolute(values, usage, version)}}
 
 
 # --- quota classes ----------------------------------------------------------------

@@ -21,6 +21,7 @@ from api import server_filters
 from api import status
 from api import views
 from api.routes import availability_zones
+from api.routes import server_groups
 from common import actions as table
 from common import exception
 from common import flavors
@@ -437,6 +438,9 @@ def create():
     password = guest.admin_password(body, attributes)
     if zone is not None:
         attributes['availability_zone'] = zone
+    group = server_groups.group_hint(whole)
+    if group is not None:
+        attributes['server_group'] = group
 
     def create_one(name, launch_index):
         return request.services().client.create_instance(

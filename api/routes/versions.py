@@ -29,8 +29,8 @@ SERVED = {
     'OS-EXT-STS': 'A server\'s vm_state, task_state and power_state.',
     'OS-FLV-DISABLED': 'Whether a flavor is disabled.',
     'OS-FLV-EXT-DATA': 'A flavor\'s ephemeral disk.',
-    'OS-SCH-HNT': 'The reservation scheduler hint (a lease\'s); other '
-                  'hints are refused.',
+    'OS-SCH-HNT': 'The reservation (a lease\'s) and group (a server '
+                  'group\'s) scheduler hints; other hints are refused.',
     'OS-SRV-USG': 'When a server was launched and ended.',
     'os-access-ips': 'accessIPv4/accessIPv6, kept as the user sets them.',
     'os-admin-actions': 'os-resetState and forceDelete.',
@@ -69,6 +69,11 @@ SERVED = {
                              'hypervisor (admins).',
     'os-server-external-events': 'External events (admins), answered per '
                                  'event.',
+    'os-server-group-quotas': 'The server_groups and '
+                              'server_group_members quotas.',
+    'os-server-groups': 'Server groups: affinity, anti-affinity (with '
+                        'max_server_per_host), soft-affinity, '
+                        'soft-anti-affinity.',
     'os-server-list-multi-status': 'Several status filters at once.',
     'os-server-password': 'A server\'s encrypted password.',
     'os-server-sort-keys': 'Sorting the server list.',

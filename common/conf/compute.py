@@ -30,6 +30,35 @@ opts = [
                       '(no domain here, no task running, untouched for 5 '
                       'minutes), the first at the agent\'s start. 0 turns '
                       'the sweep off. Range >= 0; default 600.'),
+    cfg.IntOpt('reserved_host_memory_mb', default=0, min=0,
+               help='MiB of the host\'s memory kept for the host itself: '
+                    'reported with the heartbeat and never given to '
+                    'instances (the scheduler allocates (total - reserved) '
+                    'x ram ratio). Range >= 0; default 0 (Nova: 512), '
+                    'which keeps nothing back.'),
+    cfg.IntOpt('reserved_host_cpus', default=0, min=0,
+               help='Physical CPUs kept for the host itself, the same way '
+                    '(Nova\'s reserved_host_cpus). Range >= 0; default 0, '
+                    'which keeps nothing back.'),
+    cfg.IntOpt('reserved_host_disk_mb', default=0, min=0,
+               help='MiB of the instances\' disk kept for the host itself, '
+                    'the same way; counted in whole GiB, rounded up, as '
+                    'Nova does. Range >= 0; default 0, which keeps nothing '
+                    'back.'),
+    cfg.FloatOpt('cpu_allocation_ratio', min=0.0,
+                 help='This host\'s virtual CPUs allocatable per physical '
+                      'CPU, reported with the heartbeat; overrides the '
+                      'conductors\' [scheduler] cpu_allocation_ratio on '
+                      'this host. Range >= 0; default unset (the '
+                      'scheduler\'s); 0 makes the host full.'),
+    cfg.FloatOpt('ram_allocation_ratio', min=0.0,
+                 help='This host\'s memory allocatable per MiB, the same '
+                      'way ([scheduler] ram_allocation_ratio). Range >= 0; '
+                      'default unset (the scheduler\'s).'),
+    cfg.FloatOpt('disk_allocation_ratio', min=0.0,
+                 help='This host\'s disk allocatable per GiB, the same way '
+                      '([scheduler] disk_allocation_ratio). Range >= 0; '
+                      'default unset (the scheduler\'s).'),
     cfg.BoolOpt('force_config_drive', default=False,
                 help='Give every new server a config drive (ConfigDrive-2 '
                      'ISO with its key, user data and metadata), as if it '

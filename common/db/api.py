@@ -46,6 +46,7 @@ from common.db import networks as networks_db
 from common.db import power as power_db
 from common.db import prepared
 from common.db import quotas
+from common.db import server_groups as groups_db
 from common.db.prepared import bind
 from common.states import vm
 
@@ -230,7 +231,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               hosts_db.HostsMixin, domains.DomainsMixin,
               attributes.AttributesMixin, flavors_db.FlavorsMixin,
               aggregates.AggregatesMixin, moves.MovesMixin,
-              networks_db.NetworksMixin, keypairs_db.KeyPairsMixin):
+              networks_db.NetworksMixin, keypairs_db.KeyPairsMixin,
+              groups_db.ServerGroupsMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -313,7 +315,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
     # --- create -------------------------------------------------------------
 
     def create_instance(self, ctx, values, *, task_id=None, networks=None,
-                        default_network=None):
+                        default_network=None, server_group=None):
         """Insert a new instance, INITIALIZED with its build task claimed
         (at its first step, scheduling), and its ports on ``networks``
         (Nova's: None or ``auto``, ``none``, or ``[{"uuid", "fixed_ip"}]``;
@@ -321,7 +323,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         transaction (:mod:`common.db.networks`). The answer's ``ports``:
         as a build task carries them; ``no_address``: the reason the build
         must be buried, when a network had no free address (the instance
-        then holds no port)."""
+        then holds no port). ``server_group``: the uuid of the group it
+        joins (:func:`common.db.server_groups.join`)."""
         unknown = set(values) - CREATE_COLUMNS
         if unknown:
             raise exception.Invalid(reason='unknown instance fields %s; '
@@ -352,6 +355,9 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
                 for net, fixed in chosen])
             _insert_instance(row).run(conn, **row)
             self._accounted(conn, row, now, check=True, new=True)
+            if server_group is not None:
+                groups_db.join(conn, server_group, row['uuid'],
+                               row['project_id'], self.quota, now)
             self._log_start(conn, ctx, row['uuid'], task_id, 'build',
                             vm.INITIALIZED, now)
             out = dict(row, ports=[], no_address=None)
@@ -626,6 +632,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             self._preempt_log(conn, instance_uuid, vm.HARD_DELETED, now)
             freed = self._free_allocations(conn, instance_uuid)
             self._free_ports(conn, instance_uuid)
+            groups_db.leave(conn, instance_uuid)
             after = dict(before, **values)
             self._accounted(conn, after, now)
             after['doomed_hosts'] = sorted({a['host'] for a in freed}

@@ -16,9 +16,10 @@ What is checked, and where the rule comes from:
   every other entry ended, with a known result, an end time and the
   vm_state it left.
 * hosts: each host's ``used_*`` is the sum of the allocations on it; no
-  host is over its capacity under the scheduler's allocation ratios; the
-  scheduler's stored weigher ``free_memory_mb`` is ``memory_mb x ram_ratio
-  - used_memory_mb``.
+  host is over its capacity under its allocation ratios (its own, else the
+  scheduler's); the scheduler's stored weigher ``free_memory_mb`` is
+  ``memory_mb x ram_ratio - used_memory_mb``.
+* server groups: a hard policy holds where its members hold allocations.
 * instances: a HARD_DELETED one holds no allocation; an idle one holds its
   own allocation on its own host only, a resize's only while RESIZED (or
   ERROR after a failed confirm or revert), a migration's never; every
@@ -63,6 +64,8 @@ S = models.StrayDomain.__table__
 N = models.Network.__table__
 P = models.Port.__table__
 F = models.FixedIP.__table__
+G = models.ServerGroup.__table__
+GM = models.ServerGroupMember.__table__
 
 TABLE = actions.TABLE
 _RESOURCES = ('vcpus', 'memory_mb', 'disk_gb')
@@ -70,8 +73,8 @@ _RESOURCES = ('vcpus', 'memory_mb', 'disk_gb')
 
 @dataclasses.dataclass(frozen=True)
 class Violation:
-    """One broken invariant: ``kind`` is ``instance`` or ``host``,
-    ``subject`` its uuid or name."""
+    """One broken invariant: ``kind`` is ``instance``, ``host`` or
+    ``server group``, ``subject`` its uuid or name."""
     kind: str
     subject: str
     problem: str
@@ -144,6 +147,8 @@ class Snapshot:
     strays: list = dataclasses.field(default_factory=list)  # reported ones
     # (address, version, network, its cidrs and L2, port, instance)
     addresses: list = dataclasses.field(default_factory=list)
+    # (group uuid, policy, max_server_per_host, member uuid)
+    members: list = dataclasses.field(default_factory=list)
 
 
 def _rows(conn, query):
@@ -171,7 +176,11 @@ def _read(conn):
             F.c.address, F.c.version, F.c.port_id, P.c.instance_uuid,
             N.c.name.label('network'), N.c.cidr, N.c.ipv6_cidr, N.c.bridge,
             N.c.libvirt_network).join(P, P.c.id == F.c.port_id).join(
-                N, N.c.id == F.c.network_id).order_by(F.c.address)))
+                N, N.c.id == F.c.network_id).order_by(F.c.address)),
+        members=_rows(conn, sa.select(
+            G.c.uuid, G.c.policy, G.c.max_server_per_host,
+            GM.c.instance_uuid).join(GM, GM.c.group_id == G.c.id).order_by(
+                G.c.uuid, GM.c.instance_uuid)))
 
 
 def read_snapshot(database):
@@ -261,7 +270,11 @@ def check_hosts(snap, limits):
             total[key] += alloc[key]
     for host in snap.hosts:
         total = sums.get(host['name'], dict.fromkeys(_RESOURCES, 0))
-        for key, ratio in zip(_RESOURCES, limits.ratios, strict=True):
+        for key, default, own in zip(_RESOURCES, limits.ratios,
+                                     ('own_cpu_ratio', 'own_ram_ratio',
+                                      'own_disk_ratio'), strict=True):
+            # the host's own ratio (its agent's [compute] option) wins
+            ratio = default if host.get(own) is None else host[own]
             used = host['used_' + key]
             if used != total[key]:
                 yield _host(host, 'used_%s is %d but its allocations sum to %d'
@@ -416,8 +429,42 @@ def check_addresses(snap, limits):
                                     for h in holders)))
 
 
+def check_server_groups(snap, limits):
+    """A hard policy holds on the hosts where its members hold an
+    allocation: anti-affinity, at most ``max_server_per_host`` (1) a host;
+    affinity, one host (a member moving holds two: not counted)."""
+    held = {}
+    for alloc in snap.allocations:
+        held.setdefault(alloc['instance_uuid'], set()).add(alloc['host'])
+    groups = {}
+    for row in snap.members:
+        groups.setdefault((row['uuid'], row['policy'],
+                           row['max_server_per_host'] or 1), []).append(
+            held.get(row['instance_uuid'], set()))
+    for (uuid, policy, most), places in groups.items():
+        yield from _group_problems(uuid, policy, most, places)
+
+
+def _group_problems(uuid, policy, most, places):
+    if policy == 'anti-affinity':
+        counts = {}
+        for hosts in places:
+            for host in hosts:
+                counts[host] = counts.get(host, 0) + 1
+        for host, count in sorted(counts.items()):
+            if count > most:
+                yield Violation('server group', uuid, 'anti-affinity, at '
+                                'most %d a host, has %d members on %s'
+                                % (most, count, host))
+    elif policy == 'affinity':
+        settled = {next(iter(h)) for h in places if len(h) == 1}
+        if len(settled) > 1:
+            yield Violation('server group', uuid, 'affinity, has members on '
+                            '%s' % ', '.join(sorted(settled)))
+
+
 CHECKS = (check_tasks, check_action_log, check_hosts, check_instances,
-          check_power, check_domains, check_addresses)
+          check_power, check_domains, check_addresses, check_server_groups)
 
 
 def _inst(inst, problem):

@@ -13,6 +13,7 @@ from common.db import models
 from common.db import moves
 from common.db import prepared
 from common.db import scheduling
+from common.db import server_groups
 from common.db import services
 from common.db.prepared import bind
 from common.states import vm
@@ -45,7 +46,10 @@ _HOST = prepared.Prepared(sa.select(H).where(H.c.name == bind('host')))
 _NEW_RATIO = sa.func.coalesce(bind('ram_ratio', H.c.ram_ratio.type),
                               H.c.ram_ratio)
 _NEW_MEMORY = bind('memory_mb', H.c.memory_mb.type)
+_KEPT = ('reserved_vcpus', 'reserved_memory_mb', 'reserved_disk_gb')
+_OWN = ('own_cpu_ratio', 'own_ram_ratio', 'own_disk_ratio')
 _BEAT = prepared.Prepared(sa.update(H).where(H.c.name == bind('host')).values(
+    **{c: bind(c, H.c[c].type) for c in _KEPT + _OWN},
     vcpus=bind('vcpus', H.c.vcpus.type),
     memory_mb=_NEW_MEMORY,
     disk_gb=bind('disk_gb', H.c.disk_gb.type),
@@ -68,13 +72,60 @@ NEW_HOST_DISABLED = ('new host, not enabled yet: [scheduler] enable_new_hosts '
                      'is false (tristate-manage host enable NAME)')
 
 
+def kept_back(capacity, ram_ratio):
+    """An agent's heartbeat capacity as a host row keeps it (issue 25):
+    ``vcpus``, ``memory_mb``, ``disk_gb`` without what the agent reserves
+    for the host (what instances may use), ``reserved`` (column: value)
+    and ``own_ratios`` (the host's own allocation ratios, None where the
+    scheduler's apply), and ``ram_ratio``, the one the stored weigher is
+    computed with: the host's own, else ``ram_ratio`` (the conductor's).
+    Keys an older agent does not send reserve nothing."""
+    if not isinstance(capacity, dict):
+        raise TypeError('heartbeat capacity must be a dict, not %s'
+                        % type(capacity).__name__)
+    reserved, own = {}, {}
+    for key in _KEPT:
+        reserved[key] = _whole(capacity.get(key) or 0, key)
+    for kind in ('cpu', 'ram', 'disk'):
+        value = capacity.get('%s_ratio' % kind)
+        own['own_%s_ratio' % kind] = (None if value is None
+                                      else _ratio(value, kind + '_ratio'))
+    return {'vcpus': max(0, capacity['vcpus'] - reserved['reserved_vcpus']),
+            'memory_mb': max(0, capacity['memory_mb']
+                             - reserved['reserved_memory_mb']),
+            'disk_gb': max(0, capacity['disk_gb']
+                           - reserved['reserved_disk_gb']),
+            'reserved': reserved, 'own_ratios': own,
+            'ram_ratio': (ram_ratio if own['own_ram_ratio'] is None
+                          else own['own_ram_ratio'])}
+
+
+def _whole(value, key):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise exception.Invalid(reason='heartbeat capacity %s must be a '
+                                'whole number >= 0, got %r' % (key, value))
+    return value
+
+
+def _ratio(value, key):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            value < 0):
+        raise exception.Invalid(reason='heartbeat capacity %s must be a '
+                                'number >= 0, got %r' % (key, value))
+    return float(value)
+
+
 def beat_values(host, now, *, vcpus, memory_mb, disk_gb, agent_started_at,
-                ram_ratio, binary=None, version=None, new_host_enabled=True):
+                ram_ratio, binary=None, version=None, new_host_enabled=True,
+                reserved=None, own_ratios=None):
     """The values of a heartbeat's statements (:data:`_BEAT`, the service's
     :data:`services.BEAT`, and both in one: :func:`beat_counts`).
     ``new_host_enabled``: whether a host this heartbeat registers (its
-    first) is enabled at once, or waits for an admin."""
-    return {'host': host, 'now': now, 'updated_at': now, 'vcpus': vcpus,
+    first) is enabled at once, or waits for an admin; ``reserved``,
+    ``own_ratios``: see :func:`kept_back` (default: none)."""
+    return {**dict.fromkeys(_KEPT, 0), **(reserved or {}),
+            **dict.fromkeys(_OWN), **(own_ratios or {}),
+            'host': host, 'now': now, 'updated_at': now, 'vcpus': vcpus,
             'memory_mb': memory_mb, 'disk_gb': disk_gb,
             'started': agent_started_at, 'started_at': agent_started_at,
             'ram_ratio': None if ram_ratio is None else float(ram_ratio),
@@ -129,6 +180,7 @@ def _new_host(conn, values):
         created_at=values['now'],
         vcpus=values['vcpus'], memory_mb=values['memory_mb'],
         disk_gb=values['disk_gb'], last_heartbeat=values['now'],
+        **{c: values[c] for c in _KEPT + _OWN},
         updated_at=values['now'], agent_started_at=values['started'],
         ram_ratio=1.0 if ratio is None else ratio))
     _FREE_RAM.run(conn, host=values['host'])
@@ -186,7 +238,8 @@ class HostsMixin:
     # --- hosts and allocations --------------------------------------------------
 
     def host_heartbeat(self, host, *, vcpus, memory_mb, disk_gb,
-                       agent_started_at=None, ram_ratio=None):
+                       agent_started_at=None, ram_ratio=None, reserved=None,
+                       own_ratios=None):
         """Record an agent's heartbeat and capacity, creating the host.
 
         ``ram_ratio``: the recording conductor's [scheduler]
@@ -197,20 +250,24 @@ class HostsMixin:
         return self.db.transaction(
             self._host_beat, host, self.clock(), vcpus=vcpus,
             memory_mb=memory_mb, disk_gb=disk_gb,
-            agent_started_at=agent_started_at, ram_ratio=ram_ratio)
+            agent_started_at=agent_started_at, ram_ratio=ram_ratio,
+            reserved=reserved, own_ratios=own_ratios)
 
     def agent_heartbeat(self, host, *, vcpus, memory_mb, disk_gb,
                         agent_started_at, ram_ratio, binary, version,
-                        new_host_enabled=True):
+                        new_host_enabled=True, reserved=None,
+                        own_ratios=None):
         """:meth:`host_heartbeat` and the agent's service row
         (:meth:`service_heartbeat`), in one transaction.
-        ``new_host_enabled``: see :func:`beat_values`."""
+        ``new_host_enabled``, ``reserved``, ``own_ratios``: see
+        :func:`beat_values`."""
         self.db.transaction(self._agent_beat, host, vcpus=vcpus,
                             memory_mb=memory_mb, disk_gb=disk_gb,
                             agent_started_at=agent_started_at,
                             ram_ratio=ram_ratio, binary=binary,
                             version=version,
-                            new_host_enabled=new_host_enabled)
+                            new_host_enabled=new_host_enabled,
+                            reserved=reserved, own_ratios=own_ratios)
 
     def _agent_beat(self, conn, host, **beat):
         values = beat_values(host, self.clock(), **beat)
@@ -226,7 +283,7 @@ class HostsMixin:
 
     @staticmethod
     def _host_beat(conn, host, now, *, vcpus, memory_mb, disk_gb,
-                   agent_started_at, ram_ratio):
+                   agent_started_at, ram_ratio, reserved, own_ratios):
         """One UPDATE for a known host (the common case); a new one is
         inserted, its free_memory_mb then computed from the stored columns.
         Two agents that beat first under the same name at once: one INSERT
@@ -234,7 +291,8 @@ class HostsMixin:
         values = beat_values(host, now, vcpus=vcpus, memory_mb=memory_mb,
                              disk_gb=disk_gb,
                              agent_started_at=agent_started_at,
-                             ram_ratio=ram_ratio)
+                             ram_ratio=ram_ratio, reserved=reserved,
+                             own_ratios=own_ratios)
         if not _BEAT.run(conn, **values).rowcount:
             _new_host(conn, values)
 
@@ -287,14 +345,26 @@ class HostsMixin:
         """:meth:`find_hosts`, then :meth:`allocate` on the first of them
         that still has room, in one transaction; the host's name, or None
         when none had room. ``zone``: (name, is the default zone) to
-        choose among that availability zone's hosts only."""
-        values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
-                                alive_since, pack, limit, only, exclude,
-                                reserved, zone)
+        choose among that availability zone's hosts only. An instance in
+        a server group is placed by its policy, the group's row locked
+        for the transaction (:mod:`common.db.server_groups`)."""
         take = scheduling.take_query(reserved=reserved)
 
         def txn(conn):
-            for host in scheduling.find(conn, values, **shape):
+            group = server_groups.placement(conn, instance_uuid)
+            where = (only, exclude, limit)
+            if group is not None:
+                where = server_groups.narrow(group, only=only,
+                                             exclude=exclude, limit=limit)
+                if where is None:
+                    return None
+            values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
+                                    alive_since, pack, where[2], where[0],
+                                    where[1], reserved, zone)
+            found = scheduling.find(conn, values, **shape)
+            if group is not None:
+                found = server_groups.ordered(group, found)
+            for host in found:
                 name = host['name']
                 if self._allocate(conn, ctx, instance_uuid, take,
                                   dict(values, b_host=name), purpose,

@@ -160,6 +160,21 @@ class Host(Base):
     # host can be leased (common/db/lease_hosts.py).
     reservable: Mapped[bool] = mapped_column(Boolean, default=False,
                                              server_default=sa.false())
+    # What the agent keeps for its host ([compute] reserved_host_cpus,
+    # reserved_host_memory_mb, reserved_host_disk_mb in whole GiB rounded
+    # up), as its last heartbeat said (issue 25). ``vcpus``, ``memory_mb``
+    # and ``disk_gb`` above are already without it: what instances may
+    # use, which the scheduler multiplies by the allocation ratios (Nova's
+    # ``(total - reserved) x ratio``); os-hypervisors adds it back.
+    reserved_vcpus: Mapped[int] = mapped_column(Integer, server_default='0')
+    reserved_memory_mb: Mapped[int] = mapped_column(Integer,
+                                                    server_default='0')
+    reserved_disk_gb: Mapped[int] = mapped_column(Integer, server_default='0')
+    # The agent's own [compute] cpu/ram/disk_allocation_ratio (None: the
+    # scheduler's [scheduler] ones apply on this host).
+    own_cpu_ratio: Mapped[float | None] = mapped_column(Float, nullable=True)
+    own_ram_ratio: Mapped[float | None] = mapped_column(Float, nullable=True)
+    own_disk_ratio: Mapped[float | None] = mapped_column(Float, nullable=True)
     last_heartbeat: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     # When the agent process now reporting started: a change means a restart.
     agent_started_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
@@ -693,3 +708,38 @@ class ConsoleToken(Base):
                                                           index=True)
     used_at: Mapped[datetime.datetime | None] = mapped_column(
         DateTime, nullable=True)
+
+
+# --- server groups (issue 25) -------------------------------------------------------
+# Written only by common/db/server_groups.py.
+
+class ServerGroup(Base):
+    """Nova's server group: a policy (affinity, anti-affinity,
+    soft-affinity, soft-anti-affinity) its members are placed by. Its row
+    is also the lock a placement of a member takes (SELECT ... FOR UPDATE
+    in the allocating transaction), so two members are never placed at
+    once."""
+    __tablename__ = 'server_groups'
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True,
+                                    autoincrement=True)
+    uuid: Mapped[str] = mapped_column(_uuid, unique=True)
+    name: Mapped[str] = mapped_column(_name)
+    project_id: Mapped[str] = mapped_column(_name, index=True)
+    user_id: Mapped[str] = mapped_column(_name)
+    policy: Mapped[str] = mapped_column(String(32))
+    # the anti-affinity rule of 2.64 (None: 1, or not anti-affinity)
+    max_server_per_host: Mapped[int | None] = mapped_column(Integer,
+                                                            nullable=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+
+
+class ServerGroupMember(Base):
+    """An instance in a group (at most one group each: Nova's ``group``
+    scheduler hint names one). Removed by the instance's hard delete."""
+    __tablename__ = 'server_group_members'
+
+    instance_uuid: Mapped[str] = mapped_column(_uuid, primary_key=True)
+    group_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey('server_groups.id'), index=True)
+    created_at: Mapped[datetime.datetime] = mapped_column(DateTime)

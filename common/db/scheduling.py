@@ -54,15 +54,23 @@ def _p(name, type_=None):
     return sa.bindparam('b_' + name, type_=type_)
 
 
+def ratio(kind):
+    """A host's allocation ratio of ``kind`` (cpu, ram, disk): its own
+    (the agent's [compute] option, issue 25), else the bound one (the
+    scheduler's)."""
+    return sa.func.coalesce(H.c['own_%s_ratio' % kind],
+                            _p('%s_ratio' % kind, sa.Float()))
+
+
 def _room():
-    """The filters on capacity, with the resources and ratios bound."""
-    ratio = sa.Float()
+    """The filters on capacity, with the resources and ratios bound.
+    The capacity columns are without what the host reserves."""
     return [H.c.enabled.is_(True), H.c.forced_down.is_(False),
-            H.c.used_vcpus + _p('vcpus') <= H.c.vcpus * _p('cpu_ratio', ratio),
+            H.c.used_vcpus + _p('vcpus') <= H.c.vcpus * ratio('cpu'),
             H.c.used_memory_mb + _p('memory_mb')
-            <= H.c.memory_mb * _p('ram_ratio', ratio),
+            <= H.c.memory_mb * ratio('ram'),
             H.c.used_disk_gb + _p('disk_gb')
-            <= H.c.disk_gb * _p('disk_ratio', ratio)]
+            <= H.c.disk_gb * ratio('disk')]
 
 
 def _cached(key, reserved, build, *, expanding=False):
@@ -89,8 +97,7 @@ def find_query(*, pack, fast, only, exclude, limit, reserved, zone=None):
             where += [H.c.ram_ratio == _p('ram_ratio', sa.Float()),
                       H.c.free_memory_mb > _p('free_above', sa.Float())]
         else:
-            weigher = (H.c.memory_mb * _p('ram_ratio', sa.Float())
-                       - H.c.used_memory_mb)
+            weigher = H.c.memory_mb * ratio('ram') - H.c.used_memory_mb
         if only:
             where.append(H.c.name == _p('only'))
         if exclude:

@@ -19,12 +19,18 @@ reservation never lands on a host an active reservation holds; one that
 names a reservation (``reservation_id``) lands only on its hosts, and is
 recorded as the reservation's (its lease's on_end applies to it). A resize
 stays on its host whatever holds it.
+
+A member of a server group is placed by its group's policy, the group's row
+locked in the same transaction (:mod:`common.db.server_groups` says why
+that is atomic); a hard policy that leaves no host buries the build with
+a reason naming the group.
 """
 
 import datetime
 
 from common import exception
 from common.db import lease_hosts
+from common.db import server_groups
 
 
 class Scheduler:
@@ -87,6 +93,7 @@ class Scheduler:
             reason += ' in availability zone %s' % zone
         if leases:
             reason += self._explain_leases(task_ctx, reservation_id)
+        reason += server_groups.explain(self.db.group_placement(instance_uuid))
         self.notifier.error(task_ctx, 'select_destinations.error',
                             'RequestSpecPayload', dict(request, error=reason))
         raise exception.NoValidHost(reason=reason)

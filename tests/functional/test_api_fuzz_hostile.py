@@ -139,6 +139,9 @@ TARGETS = [
      {'cache': [{'id': IMAGE}]}, [], []),
     ('POST', '/servers/{id}/migrations/<migration_id>/action',
      {'force_complete': None}, [], []),
+    ('POST', '/os-server-groups', {'server_group': {
+        'name': 'g', 'policies': ['anti-affinity']}},
+     ['server_group.name', 'server_group.policies.0'], []),
     ('POST', '/os-keypairs', {'keypair': {
         'name': 'k', 'public_key': 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq'
         'vN0xq0vAcHnL6xWkl2w2ZJ9yq8Oj5bGm2T0J3dE7C'}}, [], []),

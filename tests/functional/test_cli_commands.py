@@ -6,6 +6,7 @@ project's user by noauth's ``USER:PROJECT`` token, the admin by
 ``admin:admin``."""
 
 import pytest
+import requests
 
 from tests.functional.test_cli import AllInOne
 from tests.functional.test_cli import _disk
@@ -243,3 +244,22 @@ def test_console_url_show_without_serial_consoles_says_so(tristate, servers):
                         servers['web-1']['id'], ok=False)
     assert done.returncode != 0
     assert 'Unavailable console type serial' in done.stderr
+
+
+def test_server_create_in_a_server_group(tristate):
+    """``tristate server create --group``: the group hint; an
+    anti-affinity group's second member goes to the other host."""
+    resp = requests.post(
+        tristate.endpoint + '/v2.1/os-server-groups',
+        json={'server_group': {'name': 'apart',
+                               'policies': ['anti-affinity']}},
+        headers={'X-Auth-Token': 'carol:proj-c'}, timeout=30)
+    assert resp.status_code == 200, resp.text
+    group = resp.json()['server_group']['id']
+    carol = ('--os-token', 'carol:proj-c')
+    made = [tristate.json(*carol, 'server', 'create', 'apart-%d' % n,
+                          '--flavor', 'tiny', '--image', 'base',
+                          '--group', group)['id'] for n in range(2)]
+    hosts = {tristate.json(*ADMIN, 'server', 'show', uuid)['host']
+             for uuid in made}
+    assert hosts == {'host1', 'host2'}

@@ -1,4 +1,5 @@
-"""Host aggregates, availability zones and migrations as an operator
+"""Host aggregates, availability zones, server groups and migrations as
+an operator
 reaches them with the real ``openstack`` command line (issue 25), set up
 as tests/functional/test_openstackclient.py does (its fixtures: a two-host
 plane of its own for this module, the API over real HTTP, no Keystone),
@@ -89,3 +90,29 @@ def test_server_create_in_a_zone_and_migration_list(home, url,  # noqa: F811
     nova = support.nova(url, api_support.ADMIN_TOKEN, '2.80')
     (found,) = nova.migrations.list(instance_uuid=made['id'])
     assert found.project_id == shown['project_id']
+
+
+def test_server_group_create_list_show_delete_and_hint(home,  # noqa: F811
+                                                       plane):  # noqa: F811
+    """``server group create``, ``server create --hint group=``: the
+    members of an anti-affinity group land on the two hosts, one each
+    (placed before the create answers); the group shows them; ``server
+    group delete`` forgets it."""
+    made = osc(home, 'server', 'group', 'create', '--policy',
+               'anti-affinity', 'spread-me')
+    assert made['name'] == 'spread-me'
+    assert 'anti-affinity' in str(made.get('policy', made.get('policies')))
+    servers = [osc(home, 'server', 'create', '--flavor', 'tiny', '--image',
+                   api_support.IMAGE, '--no-network', '--hint',
+                   'group=%s' % made['id'], 'member-%d' % n)['id']
+               for n in range(2)]
+    hosts = {plane.statedb.get_instance(s)['host'] for s in servers}
+    assert hosts == {'host1', 'host2'}
+    shown = osc(home, 'server', 'group', 'show', made['id'])
+    members = shown['members']
+    assert sorted(members.split(', ') if isinstance(members, str)
+                  else members) == sorted(servers)
+    assert [g['Name'] for g in osc(home, 'server', 'group', 'list')] == [
+        'spread-me']
+    osc(home, 'server', 'group', 'delete', made['id'], parse=False)
+    assert osc(home, 'server', 'group', 'list') == []

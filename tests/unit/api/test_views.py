@@ -112,6 +112,22 @@ def test_hypervisor_counts_oper_states():
         'status': 'enabled'}
 
 
+def test_hypervisor_shows_reserved_resources_as_nova():
+    """The host row holds what instances may use; Nova shows the totals
+    with the reserved memory and disk counted as used (issue 25)."""
+    host = {'name': 'host1', 'up': True, 'vcpus': 14, 'used_vcpus': 2,
+            'memory_mb': 3584, 'used_memory_mb': 1024, 'disk_gb': 99,
+            'used_disk_gb': 10, 'reserved_vcpus': 2,
+            'reserved_memory_mb': 512, 'reserved_disk_gb': 1}
+    body = views.hypervisor(host, [], version=microversion.APIVersion(2, 1))
+    assert {k: body[k] for k in (
+        'vcpus', 'vcpus_used', 'memory_mb', 'memory_mb_used', 'free_ram_mb',
+        'local_gb', 'local_gb_used', 'free_disk_gb')} == {
+        'vcpus': 16, 'vcpus_used': 2, 'memory_mb': 4096,
+        'memory_mb_used': 1536, 'free_ram_mb': 2560, 'local_gb': 100,
+        'local_gb_used': 11, 'free_disk_gb': 89}
+
+
 def test_quota_set_keys_per_microversion():
     limits = {'instances': 10, 'cores': 20, 'ram': 1024, 'disk': 5,
               'lease_hosts': -1, 'lease_hours': -1}

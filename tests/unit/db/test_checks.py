@@ -153,6 +153,32 @@ def test_a_host_over_capacity(statedb, clock, instances):
     assert _violations(statedb, clock, ratios=(4.0, 1.0, 1.0)) == []
 
 
+def test_a_hosts_own_ratio_is_its_capacity(statedb, clock, instances):
+    instances.active()
+    instances.active()
+    statedb.host_heartbeat(instances.host, vcpus=1, memory_mb=10 ** 9,
+                           disk_gb=10 ** 7,
+                           own_ratios={'own_cpu_ratio': 4.0})
+    assert _violations(statedb, clock) == []
+
+
+def test_an_anti_affinity_group_with_two_members_on_a_host(statedb, clock,
+                                                          instances):
+    group = statedb.create_server_group(
+        name='g', policy='anti-affinity', project_id='demo',
+        user_id='alice')['uuid']
+    for n in range(2):
+        inst = statedb.create_instance(instances.ctx, dict(
+            instances.flavor, name='vm%d' % n, project_id='demo',
+            user_id='alice', flavor_name='m1.small', image_ref='cirros'),
+            server_group=group)
+        # placed by hand, past the scheduler's policy
+        statedb.allocate(instances.ctx.for_task(inst['task_id']),
+                         inst['uuid'], instances.host, **instances.flavor)
+    _only(_violations(statedb, clock), 'server group %s' % group,
+          'at most 1 a host, has 2 members on %s' % instances.host)
+
+
 def test_a_hard_deleted_instance_holding_resources(statedb, clock, instances):
     uuid = instances.active()
     _update(statedb, I, I.c.uuid == uuid, vm_state=vm.HARD_DELETED)

@@ -4,6 +4,7 @@ Threads wait on a barrier so that they hit the database together; there are
 no sleeps. Each test runs a race and checks the only acceptable outcome.
 """
 
+import datetime
 import threading
 
 from common import exception
@@ -115,3 +116,40 @@ def test_newest_power_report_stands(statedb, instances):
         state='RUNNING' if i == 0 else 'SHUTDOWN'))
     inst = statedb.get_instance(uuid)
     assert (inst['power_seq'], inst['power_state']) == (THREADS, 1)
+
+
+def test_anti_affinity_members_placed_at_once_never_share_a_host(statedb,
+                                                                instances):
+    """Twenty members of one anti-affinity group scheduled at once onto
+    four roomy hosts (besides the fixture's): the group's row lock
+    (common/db/server_groups.py) lets four land, one a host; the rest
+    find no host."""
+    hosts = ['h%d' % n for n in range(4)]
+    for name in hosts:
+        statedb.host_heartbeat(name, vcpus=1000, memory_mb=10 ** 6,
+                               disk_gb=10 ** 4)
+    statedb.set_quotas('demo', {'server_group_members': -1})
+    group = statedb.create_server_group(
+        name='spread', policy='anti-affinity', project_id='demo',
+        user_id='alice')['uuid']
+    building = []
+    for i in range(THREADS):
+        inst = statedb.create_instance(instances.ctx, dict(
+            instances.flavor, name='vm%d' % i, project_id='demo',
+            user_id='alice', flavor_name='m1.small', image_ref='cirros'),
+            server_group=group)
+        building.append((inst['uuid'],
+                         instances.ctx.for_task(inst['task_id'])))
+
+    def place(i):
+        uuid, task = building[i]
+        return statedb.find_and_allocate(
+            task, uuid, ratios=(1.0, 1.0, 1.0),
+            alive_since=statedb.clock() - datetime.timedelta(days=1),
+            only=None, exclude=[instances.host], **instances.flavor)
+
+    outcomes = _race(THREADS, place)
+    assert _errors(outcomes) == []
+    placed = [value for _kind, value in outcomes if value is not None]
+    assert sorted(placed) == hosts
+    assert len(statedb.get_server_group(group)['members']) == THREADS

@@ -5,6 +5,7 @@ import datetime
 import pytest
 
 from common import exception
+from common.db import hosts as hosts_db
 from common.db import models
 from common.db import power as power_db
 from common.db import services
@@ -229,3 +230,40 @@ def test_an_agents_heartbeat_writes_its_host_and_service_rows(statedb, clock):
     [row] = [s for s in statedb.list_services() if s['host'] == 'n1']
     assert (row['binary'], row['version'], row['started_at'],
             row['last_seen']) == (services.AGENT, '1.1', started, now)
+
+
+def test_a_heartbeat_keeps_back_what_the_agent_reserves(statedb):
+    """What instances may use is the capacity without the reserved
+    resources (issue 25); the host's own ratios are stored, its RAM ratio
+    stamps the weigher, and a later beat without them reserves nothing."""
+    beat = hosts_db.kept_back(
+        {'vcpus': 8, 'memory_mb': 4096, 'disk_gb': 40, 'reserved_vcpus': 2,
+         'reserved_memory_mb': 1024, 'reserved_disk_gb': 5,
+         'ram_ratio': 1.5}, 1.0)
+    statedb.agent_heartbeat('n1', agent_started_at=None, version='1.0',
+                            binary=services.AGENT, **beat)
+    host = statedb.get_host('n1')
+    assert {k: host[k] for k in (
+        'vcpus', 'memory_mb', 'disk_gb', 'reserved_vcpus',
+        'reserved_memory_mb', 'reserved_disk_gb', 'own_cpu_ratio',
+        'own_ram_ratio', 'ram_ratio', 'free_memory_mb')} == {
+        'vcpus': 6, 'memory_mb': 3072, 'disk_gb': 35, 'reserved_vcpus': 2,
+        'reserved_memory_mb': 1024, 'reserved_disk_gb': 5,
+        'own_cpu_ratio': None, 'own_ram_ratio': 1.5, 'ram_ratio': 1.5,
+        'free_memory_mb': 3072 * 1.5}
+    statedb.agent_heartbeat(
+        'n1', agent_started_at=None, version='1.0', binary=services.AGENT,
+        **hosts_db.kept_back({'vcpus': 8, 'memory_mb': 4096,
+                              'disk_gb': 40}, 1.0))
+    host = statedb.get_host('n1')
+    assert (host['memory_mb'], host['reserved_memory_mb'],
+            host['own_ram_ratio'], host['ram_ratio']) == (4096, 0, None, 1.0)
+
+
+@pytest.mark.parametrize('key,value', [
+    ('reserved_memory_mb', -1), ('reserved_vcpus', 1.5),
+    ('reserved_disk_gb', '2'), ('cpu_ratio', -0.5), ('disk_ratio', True)])
+def test_a_heartbeats_bad_reserve_or_ratio_is_named(key, value):
+    with pytest.raises(exception.Invalid, match=key):
+        hosts_db.kept_back({'vcpus': 8, 'memory_mb': 4096, 'disk_gb': 40,
+                            key: value}, 1.0)
