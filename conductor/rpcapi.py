@@ -67,6 +67,9 @@ Version history:
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
   build of the instance is placed in).
+* 1.15 - run_action takes ``evacuate`` and ``evacuate_stopped`` (API
+  tier: Nova's evacuate; ``host``, ``force``), refused below 1.15 rather
+  than sent to a conductor that does not know them (issue 25).
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -78,7 +81,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.13'
+VERSION = '1.15'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -214,6 +217,9 @@ class ConductorAPI:
             # 1.10: a rebuild's new key pair or user data
             self._need('1.10', 'a rebuild with a key pair or user data')
             version = '1.10'
+        if action in ('evacuate', 'evacuate_stopped'):
+            self._need('1.15', 'evacuation')
+            version = '1.15'
         return self._call(ctx, 'run_action', version=version,
                           instance_uuid=instance_uuid, action=action,
                           params=params)
