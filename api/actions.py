@@ -19,6 +19,7 @@ DELETE = 'delete'
 RESET = 'reset'
 LOCK = 'lock'           # the lock: no task, an attribute (api.routes.server_attrs)
 CONSOLE = 'console'     # console log and URLs (api.routes.consoles)
+EVACUATE = 'evacuate'   # checked per microversion (api.evacuate)
 
 
 def _none(body):
@@ -144,6 +145,8 @@ ACTIONS = {a.key: a for a in (
                  _password),
     ServerAction('os-migrateLive', 'live_migrate', schemas.MIGRATE_LIVE,
                  _migrate),
+    ServerAction('evacuate', 'evacuate', {'type': 'object'}, kind=EVACUATE,
+                 status=200),
     # Tristate's own: Nova soft-deletes on DELETE when configured to;
     # here DELETE always hard-deletes and soft delete is asked for.
     ServerAction('tristate:softDelete', 'soft_delete'),
@@ -184,7 +187,6 @@ _CONSOLES = 'remote consoles (issue 24)'
 _MOBILITY = 'the mobility issue'
 UNBUILT = {u.key: u for u in (
     Unbuilt('migrate', 'cold migration: ' + _MOBILITY),
-    Unbuilt('evacuate', 'evacuation: ' + _MOBILITY),
     Unbuilt('shelve', 'shelving'),
     Unbuilt('shelveOffload', 'shelving'),
     Unbuilt('unshelve', 'shelving'),

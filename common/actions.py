@@ -89,6 +89,13 @@ ACTIONS = types.MappingProxyType({a.name: a for a in (
            description='go back to the old flavor'),
     Action('live_migrate', admin_only=True, timeout=3600,
            description='move the running guest to another host'),
+    Action('evacuate', admin_only=True, timeout=1800,
+           description='rebuild, from its image, on another host, a guest '
+                       'whose host is forced down and silent (local disk '
+                       'data is lost)'),
+    Action('evacuate_stopped', admin_only=True, timeout=1800,
+           description='evacuate, and leave the guest stopped on its new '
+                       'host (Nova 2.95)'),
     Action('snapshot', timeout=3600, description='save an image of the disk'),
     Action('backup', timeout=3600, description='save a rotated backup image'),
     Action('set_password', timeout=300,
@@ -143,6 +150,11 @@ ROWS = (
         RETURN),
     Row('live_migrate', frozenset({vm.ACTIVE, vm.PAUSED}), task.MIGRATING,
         UNCHANGED),
+    # issue 25: only from a host forced down and silent (conductor/evacuate.py)
+    Row('evacuate', frozenset({vm.ACTIVE, vm.STOPPED}), task.REBUILDING,
+        UNCHANGED, 'rebuilt on another host'),
+    Row('evacuate_stopped', frozenset({vm.ACTIVE, vm.STOPPED}),
+        task.REBUILDING, vm.STOPPED, 'rebuilt on another host, stopped'),
     Row('snapshot', frozenset({vm.ACTIVE, vm.STOPPED, vm.PAUSED,
                                vm.SUSPENDED}),
         task.IMAGE_SNAPSHOTTING, UNCHANGED),

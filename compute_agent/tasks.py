@@ -109,6 +109,10 @@ def _build(agent, inst, params):
         if drive:       # no domain to hold it: nothing would remove it
             configdrive.remove(agent.conf, agent.host, uuid)
         raise
+    if params.get('power_off'):
+        # an evacuated guest that is to stay stopped (issue 25); an agent
+        # before this key leaves it running and reconcile powers it off
+        _stop(agent, inst, params)
 
 
 def _rebuild(agent, inst, params):

@@ -46,9 +46,12 @@ class Delivery:
     def timeout(self):
         return self.conf.conductor.task_delivery_timeout
 
-    def send(self, task_ctx, host, payload, action, params):
+    def send(self, task_ctx, host, payload, action, params, *,
+             claimed=None):
         """Send a task; the first try in this thread, later ones in the
-        background. A message the bus refuses fails the task."""
+        background. A message the bus refuses fails the task, settled as
+        the table's action ``claimed`` (default: ``action``; an
+        evacuation sends a build)."""
         try:
             self._send_once(task_ctx, host, payload, action, params)
             return
@@ -63,7 +66,7 @@ class Delivery:
             self.gateway.fail_quietly(
                 task_ctx, payload['uuid'], rolled_back=True,
                 error='could not send the task to host %s: %s' % (host, err),
-                settle=results.settle_on_failure(action))
+                settle=results.settle_on_failure(claimed or action))
             return
         threading.Thread(
             target=self._resend, args=(task_ctx, host, payload, action, params),

@@ -475,14 +475,17 @@ class Flows:
             purpose='migration', only=params.get('host'),
             exclude=[inst['host']])
 
-    def send(self, task_ctx, host, inst, action, params):
+    def send(self, task_ctx, host, inst, action, params, *, claimed=None):
+        """``claimed``: the table's action when the agent is sent another
+        (an evacuation's build: :mod:`conductor.evacuate`)."""
         payload = gw.payload(inst)
         params = self.images.task_params(host, payload, action, params)
         if action in GUEST_TASKS:
             params = dict(params, **guest_params(
                 inst, lambda: self.db.host_zones([host]).get(
                     host, self.conf.default_availability_zone)))
-        self.delivery.send(task_ctx, host, payload, action, params)
+        self.delivery.send(task_ctx, host, payload, action, params,
+                           claimed=claimed)
 
     def update_policies(self, ctx, instance_uuid, policies):
         validate_policies(policies)

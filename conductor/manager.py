@@ -12,6 +12,7 @@ from common import exception
 from common import rpc
 from conductor import accounts
 from conductor import consoles
+from conductor import evacuate
 from conductor import gateway as gw
 from conductor import results as results_mod
 from conductor import rpcapi
@@ -52,6 +53,7 @@ class ConductorManager:
         self.db = gateway.db
         self.consoles = consoles.Consoles(db=self.db, compute=flows.compute,
                                           conf=flows.conf)
+        self.evacuations = evacuate.Evacuations(flows)
 
     # --- API tier ----------------------------------------------------------------
 
@@ -68,6 +70,8 @@ class ConductorManager:
 
     @_expected
     def run_action(self, ctx, instance_uuid, action, params):
+        if action in evacuate.ACTIONS:          # 1.15
+            return self.evacuations.run(ctx, instance_uuid, action, params)
         return self.flows.run_action(ctx, instance_uuid, action, params)
 
     @_expected

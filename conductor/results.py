@@ -36,6 +36,11 @@ _ON_FAILURE = {
     # result lost with a restarted agent, or the move half-done) is
     # destroyed by the destination's reports (common/db/domains.py)
     'live_migrate': [{'end_moves': True}],
+    # before the instance was placed on its destination (no valid host
+    # there after all, the database lost): the room taken there given
+    # back; after, the instance lives there (common/db/evacuations.py)
+    'evacuate': [{'free': {'purpose': 'evacuation'}}],
+    'evacuate_stopped': [{'free': {'purpose': 'evacuation'}}],
 }
 
 
@@ -120,6 +125,19 @@ def _is_read_seq(full):
     number from 1 to 2**63 - 1 (power_seq is a BIGINT)."""
     return (isinstance(full, int) and not isinstance(full, bool)
             and 0 < full < states.SEQ_LIMIT)
+
+
+def _listed(reports):
+    """The uuids a full read found as domains (not reported gone)."""
+    listed = set()
+    for report in reports:
+        try:
+            if states.normalize_power_state(
+                    report['power_state']) != states.power.NOSTATE:
+                listed.add(report['uuid'])
+        except _BAD_REPORT:
+            continue        # logged where the report is sorted
+    return listed
 
 
 # What a failed task left on its host, for settle_on_failure: nothing (a
@@ -368,13 +386,12 @@ class Results:
         # reported domain not among them (elsewhere now, or hard-deleted),
         # and the unchanged ones confirmed (on PostgreSQL, the plain ones
         # by the read itself: common.db.power._quick_confirm).
-        def strays(conn):
-            self.db.record_strays_in(conn, host, batch.strays, read_seq)
         view = self.db.power_view(
             host=host if read_seq else None, uuids=reported, confirm=sort,
             read_seq=read_seq, reporter=host,
             beat=None if beat is None else dict(beat, host=host),
-            reports=reports, also=strays)
+            reports=reports,
+            also=self._recorded(host, batch, read_seq, reports))
         if read_seq:
             self._not_found(host, view.values(), reported, read_seq)
         recorded = len(batch.strays)
@@ -383,11 +400,31 @@ class Results:
         self.db.record_strays(host, batch.strays[recorded:])
         batch.destroy.extend(self._recheck(batch.recheck))
         batch.destroy.extend(self.db.doomed_on(host, batch.elsewhere))
+        batch.destroy.extend(self._evacuated_away(host, batch.elsewhere))
         conf = self.conf.reconcile
         return {'destroy': batch.destroy,
                 'orphans': {'uuids': batch.orphans,
                             'action': conf.orphan_action,
                             'grace': conf.orphan_grace}}
+
+    def _recorded(self, host, batch, read_seq, reports):
+        """What the first transaction of a power report writes last: the
+        strays the sort found and, for a full read, the evacuations away
+        from ``host`` whose domain is gone from it (done with)."""
+        def also(conn):
+            self.db.record_strays_in(conn, host, batch.strays, read_seq)
+            if read_seq:
+                self.db.settle_evacuated_in(conn, host, _listed(reports))
+        return also
+
+    def _evacuated_away(self, host, uuids):
+        """The domains ``host`` reported that an evacuation recorded as
+        moved away from it (common/db/evacuations.py): destroyed there."""
+        found = self.db.evacuated_away(host, uuids)
+        for uuid in found:
+            LOG.warning('Host %s reports domain %s, which was evacuated away '
+                        'from it: destroying it there', host, uuid)
+        return found
 
     def _sort(self, host, report, row, batch):
         """One instance's report, against the stored ``row``: changed (to

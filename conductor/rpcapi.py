@@ -70,6 +70,9 @@ Version history:
 * 1.14 - create_instance's ``attributes`` may carry ``server_group`` (the
   uuid of the server group the new instance joins: Nova's ``group``
   scheduler hint); refused below 1.14 rather than built outside its group.
+* 1.15 - run_action takes ``evacuate`` and ``evacuate_stopped`` (API
+  tier: Nova's evacuate; ``host``, ``force``), refused below 1.15 rather
+  than sent to a conductor that does not know them (issue 25).
 * 1.17 - create_instance takes ``admin_pass`` and run_action of
   ``rebuild`` takes ``admin_pass`` and ``config_drive`` (API tier, issue
   24: Nova's adminPass, carried to the build or rebuild task and written
@@ -236,6 +239,9 @@ class ConductorAPI:
             # 1.10: a rebuild's new key pair or user data
             self._need('1.10', 'a rebuild with a key pair or user data')
             version = '1.10'
+        if action in ('evacuate', 'evacuate_stopped'):
+            self._need('1.15', 'evacuation')
+            version = '1.15'
         if action == 'rebuild' and 'admin_pass' in params:
             # 1.17: a rebuild's admin password
             self._need('1.17', 'a rebuild with an admin password')

@@ -7,6 +7,7 @@
     tristate server actions web1
     tristate server event list web1
     tristate host list
+    tristate host disable|enable HOST, tristate host drain HOST
     tristate hypervisor list|show
     tristate flavor list
     tristate quota show|set, tristate usage show|list
@@ -41,6 +42,7 @@ from api.cli import catalog
 from api.cli import client as client_mod
 from api.cli import consoles
 from api.cli import events
+from api.cli import hosts
 from api.cli import images
 from api.cli import keypairs
 from api.cli import leases
@@ -49,7 +51,7 @@ from api.cli import servers
 from api.cli import zones
 
 COMMAND_MODULES = (servers, events, catalog, accounting, images, leases,
-                   aggregates, zones, networks, keypairs, consoles)
+                   aggregates, zones, networks, keypairs, consoles, hosts)
 
 
 class TristateApp(app.App):

@@ -380,6 +380,10 @@ def _migrate(args):
     return {'os-migrateLive': {'host': args.host, 'block_migration': 'auto'}}
 
 
+def _evacuate(args):
+    return {'evacuate': {'host': args.host} if args.host else {}}
+
+
 def _rescue(args):
     body = {}
     if args.image:
@@ -420,6 +424,11 @@ ACTIONS = (
                _empty('revertResize')),
     ActionSpec('live-migrate', 'Move the running guest to another host '
                '(admin).', _migrate,
+               (_arg('--host', help='Target host (default: the scheduler '
+                                    'picks).'),)),
+    ActionSpec('evacuate', 'Rebuild, from its image, on another host, a '
+               'server whose host is forced down and silent (admin; its '
+               'local disk data is lost).', _evacuate,
                (_arg('--host', help='Target host (default: the scheduler '
                                     'picks).'),)),
     ActionSpec('snapshot', 'Save an image of the disk (shows its id).',

@@ -6,6 +6,7 @@ import time
 import flask
 
 from api import actions
+from api import evacuate
 from api import microversion
 from api import guest
 from api import request
@@ -49,6 +50,9 @@ def _parse_action(server_id):
     spec = actions.ACTIONS[key]
     schemas.validate({'type': 'object', 'properties': {key: spec.schema}},
                      raw)
+    if spec.kind == actions.EVACUATE:
+        # its body's schema is the microversion's (checked before policy)
+        evacuate.params_of(raw[key], request.version())
     return spec, raw[key]
 
 
@@ -84,6 +88,8 @@ def action(server_id):
         return _lock(inst, params)
     if spec.kind == actions.CONSOLE:
         return consoles.action(inst, spec.key, params)
+    if spec.kind == actions.EVACUATE:
+        return evacuate.action(inst, body)
     table.refuse_if_locked(inst, ctx, name)
     if name == 'rebuild':
         changes = _rebuild_changes(inst, body)

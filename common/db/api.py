@@ -37,6 +37,7 @@ from common.db import accounting
 from common.db import aggregates
 from common.db import attributes
 from common.db import domains
+from common.db import evacuations
 from common.db import flavors as flavors_db
 from common.db import hosts as hosts_db
 from common.db import keypairs as keypairs_db
@@ -232,7 +233,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               attributes.AttributesMixin, flavors_db.FlavorsMixin,
               aggregates.AggregatesMixin, moves.MovesMixin,
               networks_db.NetworksMixin, keypairs_db.KeyPairsMixin,
-              groups_db.ServerGroupsMixin):
+              groups_db.ServerGroupsMixin,
+              evacuations.EvacuationsMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.

@@ -597,8 +597,13 @@ class Migration(Base):
     """A move of an instance (a resize, a live migration), recorded in
     the transaction that takes its destination's resources; its status is
     read from the action log rows of its task and of the confirm or
-    revert that ends it (api/routes/migrations.py)."""
+    revert that ends it (api/routes/migrations.py). An evacuation's
+    ``cleaned_at``: when its source host, back, no longer had the domain
+    (common/db/evacuations.py)."""
     __tablename__ = 'migrations'
+    # a returning host looks up what was evacuated away from it
+    __table_args__ = (Index('ix_migrations_source_host_type', 'source_host',
+                            'migration_type'),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True,
                                     autoincrement=True)
@@ -606,7 +611,7 @@ class Migration(Base):
     task_id: Mapped[str] = mapped_column(_uuid, unique=True)
     instance_uuid: Mapped[str] = mapped_column(
         _uuid, ForeignKey('instances.uuid'), index=True)
-    # 'resize' or 'live-migration' (Nova's migration_type)
+    # 'resize', 'live-migration' or 'evacuation' (Nova's migration_type)
     migration_type: Mapped[str] = mapped_column(String(32))
     source_host: Mapped[str | None] = mapped_column(_name)
     dest_host: Mapped[str | None] = mapped_column(_name)
@@ -615,6 +620,8 @@ class Migration(Base):
     user_id: Mapped[str | None] = mapped_column(_name)
     project_id: Mapped[str | None] = mapped_column(_name)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    cleaned_at: Mapped[datetime.datetime | None] = mapped_column(
+        DateTime, nullable=True)
 
 
 # --- networks, ports and fixed addresses (issue 23) ------------------------------

@@ -1,21 +1,25 @@
 """The migrations record (issue 25): one row per move of an instance (a
-resize, a live migration), written in the transaction that takes the
-destination's resources (:meth:`common.db.hosts.HostsMixin._allocate`),
-with where it comes from and goes to and the flavors before and after.
+resize, a live migration, an evacuation), written in the transaction that
+takes the destination's resources
+(:meth:`common.db.hosts.HostsMixin._allocate`), with where it comes from
+and goes to and the flavors before and after.
 
 Its status is not stored: it is read from the action log, the one place a
-task's outcome is written, so the two can never disagree. Nova's names:
+task's outcome is written, so the two can never disagree; an evacuation's
+last step, its source host back and rid of the domain, is the row's
+``cleaned_at`` (:mod:`common.db.evacuations`). Nova's names:
 
-=================  ==========================  ===========================
-task               resize                      live-migration
-=================  ==========================  ===========================
-running            ``migrating``               ``running``
-succeeded          ``finished`` (to confirm)   ``completed``
+=================  ======================  ===================  ==============
+task               resize                  live-migration       evacuation
+=================  ======================  ===================  ==============
+running            ``migrating``           ``running``          ``pre-migrating``
+succeeded          ``finished``            ``completed``        ``done``
 then confirmed     ``confirmed``
 then reverted      ``reverted``
-rolled back        ``error``                   ``failed``
-failed, preempted  ``error``                   ``error``
-=================  ==========================  ===========================
+source cleaned                                                  ``completed``
+rolled back        ``error``               ``failed``           ``failed``
+failed, preempted  ``error``               ``error``            ``error``
+=================  ======================  ===================  ==============
 """
 
 import uuid as uuidlib
@@ -32,11 +36,13 @@ F = models.Flavor.__table__
 
 RESIZE = 'resize'
 LIVE = 'live-migration'
-_TYPES = {'resize': RESIZE, 'migration': LIVE}
+EVACUATION = 'evacuation'
+_TYPES = {'resize': RESIZE, 'migration': LIVE, 'evacuation': EVACUATION}
 _ENDS = {'confirm_resize': 'confirmed', 'revert_resize': 'reverted'}
-_SUCCEEDED = {RESIZE: 'finished', LIVE: 'completed'}
-_ROLLED_BACK = {RESIZE: 'error', LIVE: 'failed'}
-_RUNNING = {RESIZE: 'migrating', LIVE: 'running'}
+_SUCCEEDED = {RESIZE: 'finished', LIVE: 'completed', EVACUATION: 'done'}
+_ROLLED_BACK = {RESIZE: 'error', LIVE: 'failed', EVACUATION: 'failed'}
+_RUNNING = {RESIZE: 'migrating', LIVE: 'running',
+            EVACUATION: 'pre-migrating'}
 
 
 def record(conn, *, instance_uuid, task_id, purpose, dest_host, flavor_name,
@@ -121,6 +127,8 @@ def listed(conn, *, instance_uuid=None):
             row['migration_type'], log,
             ends.get(row['instance_uuid'], ()) if row['migration_type']
             == RESIZE else ())
+        if row.get('cleaned_at') is not None and row['status'] == 'done':
+            row['status'], row['updated_at'] = 'completed', row['cleaned_at']
         row['old_flavor_id'] = ids.get(row['old_flavor_name'])
         row['new_flavor_id'] = ids.get(row['new_flavor_name'])
     return rows

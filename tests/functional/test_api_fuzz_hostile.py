@@ -164,6 +164,7 @@ TARGETS = [
           ['changePassword.adminPass']),
          ('os-migrateLive', {'host': 'h', 'block_migration': 'auto'},
           ['os-migrateLive.host'], []),
+         ('evacuate', {'host': 'h'}, ['evacuate.host'], []),
          ('tristate:softDelete', None, [], []), ('restore', None, [], []),
          ('os-resetState', {'state': 'error'}, [], []),
          ('lock', {'locked_reason': 'r'}, ['lock.locked_reason'], []),

@@ -1,5 +1,5 @@
 """Nova's server actions Tristate does not carry out yet (cold migration,
-evacuate, shelve, crash dumps, security groups, ...), through novaclient:
+shelve, crash dumps, security groups, ...), through novaclient:
 a server that does not exist is Nova's 404; one that does gets a 400 that
 says the action is not supported yet, and nothing changes. An action key
 Nova does not have either is Nova's 400 "There is no such action"."""

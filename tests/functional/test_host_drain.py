@@ -1,0 +1,102 @@
+"""``tristate host disable|enable|drain`` (issue 25), in-process against
+the API of a plane served over HTTP, as the admin; the operator guide's
+"Maintenance" section in the order it gives: drain (the host disabled,
+every server that can move live-migrated, the others named with why),
+deal with what is left, drain again until empty, patch, enable."""
+
+import json
+import logging
+
+import pytest
+
+from api import server as server_mod
+from api.cli import main as cli_main
+from common.states import vm
+from tests.functional import api_support
+from tests.functional.conftest import active
+from tests.functional.conftest import wait_idle
+
+
+@pytest.fixture
+def tristate(plane, capsys):
+    api_server = server_mod.ApiServer(api_support.make_app(plane), port=0,
+                                      threads=4).start()
+
+    def run(*argv):
+        # cliff sets the root logger to DEBUG with a handler on this test's
+        # captured stderr: put the process's logging back as it was.
+        root = logging.getLogger()
+        level, handlers = root.level, list(root.handlers)
+        try:
+            code = cli_main.main(['--os-endpoint', api_server.url,
+                                  '--os-token', api_support.ADMIN_TOKEN,
+                                  *argv])
+        finally:
+            root.setLevel(level)
+            root.handlers[:] = handlers
+        out, err = capsys.readouterr()
+        return code, out, err
+    yield run
+    api_server.stop()
+
+
+def _host(plane, name):
+    [row] = [h for h in plane.statedb.list_hosts() if h['name'] == name]
+    return row
+
+
+def _on_host(plane, host):
+    return sorted(i['uuid'] for i in plane.statedb.list_instances(host=host))
+
+
+def test_disable_enable_and_no_cold_drain(tristate, plane):
+    code, out, err = tristate('host', 'disable', 'host1', '--reason',
+                              'new BIOS')
+    assert code == 0, err
+    assert 'host1: disabled (new BIOS)' in out
+    assert (_host(plane, 'host1')['enabled'],
+            _host(plane, 'host1')['disabled_reason']) == (False, 'new BIOS')
+    code, out, err = tristate('host', 'enable', 'host1')
+    assert code == 0, err
+    assert _host(plane, 'host1')['enabled'] is True
+    code, out, err = tristate('host', 'disable', 'nowhere')
+    assert code == 1 and 'nowhere' in err
+    # cold migration is not built: refused before anything changes
+    code, out, err = tristate('host', 'drain', 'host1', '--cold')
+    assert code == 1
+    assert '--cold is not supported yet' in err
+    assert _host(plane, 'host1')['enabled'] is True
+
+
+def test_drain_moves_what_it_can_and_says_why_not_the_rest(
+        tristate, plane, ctx):
+    admin = ctx.elevated()
+    running = [active(plane, admin, force_host='host1')['uuid']
+               for _ in range(2)]
+    stopped = active(plane, admin, force_host='host1', name='off')['uuid']
+    plane.client.run_action(admin, stopped, 'stop', {})
+    assert wait_idle(plane, stopped)['vm_state'] == vm.STOPPED
+
+    code, out, err = tristate('host', 'drain', 'host1', '-f', 'json')
+
+    # not empty: the stopped server cannot move live
+    assert code == 1
+    rows = {r['ID']: r for r in json.loads(out)}
+    assert {u: rows[u]['Result'] for u in rows} == dict(
+        {u: 'moved' for u in running}, **{stopped: 'not moved'})
+    assert {rows[u]['Where or Why'] for u in running} == {'host2'}
+    assert 'status SHUTOFF' in rows[stopped]['Where or Why']
+    assert '[1/3]' in err and '[3/3]' in err and 'not empty' in err
+    assert _host(plane, 'host1')['enabled'] is False
+    assert _host(plane, 'host1')['disabled_reason'] == (
+        'drained by tristate host drain')
+    assert _on_host(plane, 'host1') == [stopped]
+
+    # the operator deals with it (here: starts it), drains again: empty
+    plane.client.run_action(admin, stopped, 'start', {})
+    assert wait_idle(plane, stopped)['vm_state'] == vm.ACTIVE
+    code, out, err = tristate('host', 'drain', 'host1', '-f', 'json')
+    assert code == 0, err
+    assert [r['Result'] for r in json.loads(out)] == ['moved']
+    assert _on_host(plane, 'host1') == []
+    assert sorted(_on_host(plane, 'host2')) == sorted(running + [stopped])
