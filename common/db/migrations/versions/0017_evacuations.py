@@ -3,7 +3,7 @@ again, no longer had the evacuated domain (``migrations.cleaned_at``), and
 the index a returning host's report looks its evacuations up with.
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 Create Date: 2026-11-27
 """
 
