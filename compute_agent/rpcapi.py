@@ -19,13 +19,16 @@ Version history:
 * 1.6 - prepare_live_migration (a call, on a live migration's
   destination before the task goes to the source): what the driver made
   ready there (:func:`compute_agent.tasks.prepare_incoming`).
+* 1.8 - receive_migration (a call, on a cold migration's destination once
+  the source's disk is in the image store): fetch it, check its SHA-256,
+  build the domain on it (:mod:`compute_agent.coldmove`).
 """
 
 from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.6'
+VERSION = '1.8'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -87,6 +90,24 @@ class ComputeAPI:
                 params=params)
         except rpc.MessagingException as err:
             metrics.rpc_error('prepare_live_migration', err)
+            raise
+
+    def receive_migration(self, ctx, *, host, instance, params,
+                          timeout=None):
+        """1.8: have ``host`` build ``instance``'s domain on the disk a
+        cold move's source put in the image store (``params``: image,
+        image_id, sha256, size, flavor, start, ports); raises its failure."""
+        if not self.client.can_send_version('1.8'):
+            raise exception.ServiceUnavailable(
+                reason='a cold migration needs compute agent RPC API 1.8 '
+                       'and [upgrade_levels] compute caps it at %s'
+                       % self.client.version_cap)
+        try:
+            return self.client.prepare(server=host, version='1.8',
+                                       timeout=timeout).call(
+                ctx, 'receive_migration', instance=instance, params=params)
+        except rpc.MessagingException as err:
+            metrics.rpc_error('receive_migration', err)
             raise
 
     def destroy_domain(self, ctx, *, host, instance_uuid):

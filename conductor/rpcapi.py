@@ -67,6 +67,10 @@ Version history:
 * 1.13 - create_instance takes ``force_host`` (an admin's ``zone:host``)
   and its ``attributes`` may carry ``availability_zone`` (the zone every
   build of the instance is placed in).
+* 1.16 - migration_disk_sent (agents: the source of a cold migration or
+  cross-host resize says its disk is in the image store, with its SHA-256;
+  the conductor has the destination receive it, through compute agent RPC
+  1.8, and answers with the destination's answer: :mod:`conductor.migrate`).
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -78,7 +82,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.13'
+VERSION = '1.16'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -401,6 +405,25 @@ class ConductorAPI:
         return self._call(ctx, 'task_finished', host=host,
                           instance_uuid=instance_uuid, power=power,
                           values=values or {})
+
+    def migration_disk_sent(self, ctx, *, host, instance_uuid, disk,
+                            timeout=None):
+        """1.16: the source's disk is in the store (``disk``: image_id,
+        sha256, size, start); answers once the destination has it (up to
+        ``timeout`` seconds), or raises its failure."""
+        self._need('1.16', 'a cold migration')
+        try:
+            prepared = (self.client.prepare(version='1.16', timeout=timeout)
+                        if self.connector is None
+                        else self.prepare(version='1.16'))
+            return prepared.call(
+                ctx, 'migration_disk_sent', host=host,
+                instance_uuid=instance_uuid, disk=disk)
+        except exception.TristateError as err:
+            raise exception.from_dict(err.to_dict()) from None
+        except rpc.MessagingException as err:
+            metrics.rpc_error('migration_disk_sent', err)
+            raise
 
     def task_failed(self, ctx, *, host, instance_uuid, error, rolled_back,
                     power=None, fault_code=None):
