@@ -389,12 +389,13 @@ class Flows:
             prepared.setdefault('image_ref', inst['image_ref'])
         if action == 'rebuild':
             prepared['ports'] = self.db.ports_of(inst['uuid'])
-        if action == 'live_migrate' and inst.get('config_drive'):
+        if action in ('live_migrate', 'migrate') and inst.get('config_drive'):
             # its ISO lives on this host; nothing writes it on another yet
             raise exception.Invalid(
-                reason='instance %s has a config drive: live migration of '
+                reason='instance %s has a config drive: %s migration of '
                        'a server with a config drive is not supported yet'
-                       % inst['uuid'])
+                       % (inst['uuid'], 'live' if action == 'live_migrate'
+                          else 'cold'))
         if (action in ('live_migrate', 'migrate')
                 and params.get('host') == inst['host']):
             raise exception.Invalid(reason='instance %s is already on host %s'

@@ -108,7 +108,8 @@ class ColdMoves:
                 task_ctx, inst['uuid'], flavor, purpose='resize',
                 only=inst['host'])
         except exception.NoValidHost:
-            if not self.can_move():
+            # its config drive lives on this host: nothing writes it anew
+            if not self.can_move() or inst.get('config_drive'):
                 raise
         return self.scheduler.select_and_allocate(
             task_ctx, inst['uuid'], flavor, purpose='resize',

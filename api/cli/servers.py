@@ -373,6 +373,10 @@ def _migrate(args):
     return {'os-migrateLive': {'host': args.host, 'block_migration': 'auto'}}
 
 
+def _migrate_cold(args):
+    return {'migrate': {'host': args.host} if args.host else None}
+
+
 def _rescue(args):
     body = {}
     if args.image:
@@ -413,6 +417,10 @@ ACTIONS = (
                _empty('revertResize')),
     ActionSpec('live-migrate', 'Move the running guest to another host '
                '(admin).', _migrate,
+               (_arg('--host', help='Target host (default: the scheduler '
+                                    'picks).'),)),
+    ActionSpec('migrate', 'Move the guest to another host, its disk copied '
+               '(admin); then confirm-resize or revert-resize.', _migrate_cold,
                (_arg('--host', help='Target host (default: the scheduler '
                                     'picks).'),)),
     ActionSpec('snapshot', 'Save an image of the disk (shows its id).',

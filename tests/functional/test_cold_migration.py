@@ -17,6 +17,7 @@ from common.states import vm
 from compute_agent.virt import fake
 from conductor import migrate
 from tests.functional import api_support
+from tests.functional import osc_support
 from tests.functional.conftest import allocated
 from tests.functional.conftest import active
 from tests.functional.conftest import domain
@@ -30,14 +31,20 @@ DATA = b'what the guest wrote before it moved\n'
 
 
 @pytest.fixture(scope='module')
-def plane(shared_plane):
+def served(shared_plane):
+    """The module's plane and its API's URL (the agents' image service)."""
     conf = api_support.configure(shared_plane.conf)
     client = api_service.make_client(conf, shared_plane.bus,
                                      shared_plane.statedb)
     server = api_service.serve(conf, client, host='127.0.0.1', port=0)
     set_opts(conf, 'image', service_url=server.url + '/image')
-    yield shared_plane
+    yield shared_plane, server.url
     server.stop()
+
+
+@pytest.fixture(scope='module')
+def plane(served):
+    return served[0]
 
 
 def driver(plane, host):
@@ -208,3 +215,39 @@ def test_a_delete_during_a_cold_migration_leaves_nothing_anywhere(
     wait_for(lambda: hosts_held(plane, uuid) == set(),
              what='every allocation freed')
     assert no_temporary_image(plane)
+
+
+CLOUD = """\
+  {name}:
+    auth_type: admin_token
+    auth:
+      endpoint: {url}/v2.1
+      token: "{token}"
+    region_name: RegionOne
+    compute_endpoint_override: {url}/v2.1
+    image_endpoint_override: {url}/image
+"""
+
+
+def test_openstackclient_server_migrate_then_confirm(
+        served, ctx, tmp_path):
+    plane, url = served
+    osc_support.write_clouds(tmp_path, CLOUD, url,
+                             {'admin': api_support.ADMIN_TOKEN})
+
+    def osc(*args):
+        done = osc_support.run(tmp_path, ['--os-compute-api-version', '2.56',
+                                          *args], 'admin')
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout
+    # one round (each command costs seconds); revert is the RPC tests'
+    inst, source, dest = written(plane, ctx)
+    uuid = inst['uuid']
+    osc('server', 'migrate', '--host', dest, '--wait', uuid)
+    row = wait_idle(plane, uuid)
+    assert (row['vm_state'], row['host']) == (vm.RESIZED, dest)
+    osc('server', 'migrate', 'confirm', uuid)
+    row = wait_idle(plane, uuid)
+    assert (row['vm_state'], row['host']) == (vm.ACTIVE, dest)
+    wait_domain(plane, source, uuid, lambda rec: rec is None,
+                what='the source copy destroyed')
