@@ -396,6 +396,8 @@ class Flows:
                        'a server with a config drive is not supported yet'
                        % (inst['uuid'], 'live' if action == 'live_migrate'
                           else 'cold'))
+        if action == 'migrate' and not self.cold.can_move():
+            raise exception.Invalid(reason=self.cold.no_transfer())
         if (action in ('live_migrate', 'migrate')
                 and params.get('host') == inst['host']):
             raise exception.Invalid(reason='instance %s is already on host %s'

@@ -98,7 +98,7 @@ class ColdMoves:
         if action == 'migrate':
             flavor = flavors.of_instance(inst)
             if not self.can_move():
-                raise exception.NoValidHost(reason=self._no_transfer())
+                raise exception.NoValidHost(reason=self.no_transfer())
             return self.scheduler.select_and_allocate(
                 task_ctx, inst['uuid'], flavor, purpose='resize',
                 only=params.get('host'), exclude=[inst['host']])
@@ -116,7 +116,7 @@ class ColdMoves:
             exclude=[inst['host']])
 
     @staticmethod
-    def _no_transfer():
+    def no_transfer():
         return ('a cold migration copies the disk through Tristate\'s own '
                 'image service: set [image] service_url (an existing Glance '
                 'at [image] api_endpoint is not supported yet)')
