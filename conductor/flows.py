@@ -339,6 +339,8 @@ class Flows:
         prepared = self._prepare(ctx, inst, action, params)
         self._check_host_up(inst, action)
         TABLE.refuse_if_denied(inst, action)
+        if action == 'migrate' and not self.cold.can_move():
+            raise exception.Invalid(reason=self.cold.no_transfer())
         if action in images.WRITES:
             prepared['image_id'] = self.images.prepare_snapshot(
                 ctx, inst, action, prepared)
@@ -396,8 +398,6 @@ class Flows:
                        'a server with a config drive is not supported yet'
                        % (inst['uuid'], 'live' if action == 'live_migrate'
                           else 'cold'))
-        if action == 'migrate' and not self.cold.can_move():
-            raise exception.Invalid(reason=self.cold.no_transfer())
         if (action in ('live_migrate', 'migrate')
                 and params.get('host') == inst['host']):
             raise exception.Invalid(reason='instance %s is already on host %s'
