@@ -121,6 +121,13 @@ def _migrate(body):
     return {'host': body['host']} if body.get('host') else {}
 
 
+def _migrate_cold(body, version=None):
+    """Nova's ``migrate``: ``null``, or from 2.56 ``{"host": ...}`` (the
+    admin's destination; null or absent: the scheduler's choice)."""
+    host = (body or {}).get('host')
+    return {'host': host} if host else {}
+
+
 def _reset(body):
     return {'state': body['state']}
 
@@ -147,6 +154,7 @@ ACTIONS = {a.key: a for a in (
                  _migrate),
     ServerAction('evacuate', 'evacuate', {'type': 'object'}, kind=EVACUATE,
                  status=200),
+    ServerAction('migrate', 'migrate', schemas.MIGRATE, _migrate_cold),
     # Tristate's own: Nova soft-deletes on DELETE when configured to;
     # here DELETE always hard-deletes and soft delete is asked for.
     ServerAction('tristate:softDelete', 'soft_delete'),
@@ -186,7 +194,6 @@ _NETWORKING = 'guest networking (issue 23)'
 _CONSOLES = 'remote consoles (issue 24)'
 _MOBILITY = 'the mobility issue'
 UNBUILT = {u.key: u for u in (
-    Unbuilt('migrate', 'cold migration: ' + _MOBILITY),
     Unbuilt('shelve', 'shelving'),
     Unbuilt('shelveOffload', 'shelving'),
     Unbuilt('unshelve', 'shelving'),

@@ -236,6 +236,12 @@ MIGRATE_LIVE = _object(
     block_migration={'enum': [True, False, 'auto', 'True', 'False',
                               'true', 'false']},
     disk_over_commit=ANYTHING, force=ANYTHING)
+# Nova's ``migrate`` (2.56 on; before it Nova checks nothing and ignores a
+# host: api/routes/server_actions.py drops it there).
+MIGRATE = {'type': ['null', 'object'], 'additionalProperties': False,
+           'properties': {'host': {
+               'type': ['string', 'null'], 'minLength': 1, 'maxLength': 255,
+               'format': PRINTABLE}}}
 RESET_STATE = _object(['state'], state={'enum': ['active', 'error']})
 
 UPDATE_METADATA = _object(['metadata'], metadata=METADATA)

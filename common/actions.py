@@ -87,6 +87,9 @@ ACTIONS = types.MappingProxyType({a.name: a for a in (
            description='keep the new flavor, drop the old copy'),
     Action('revert_resize', timeout=1800,
            description='go back to the old flavor'),
+    Action('migrate', admin_only=True, saves_return=True, timeout=3600,
+           description='cold: move the guest to another host (its disk '
+                       'copied); the admin confirms or reverts'),
     Action('live_migrate', admin_only=True, timeout=3600,
            description='move the running guest to another host'),
     Action('evacuate', admin_only=True, timeout=1800,
@@ -148,6 +151,8 @@ ROWS = (
         RETURN),
     Row('revert_resize', frozenset({vm.RESIZED}), task.RESIZE_REVERTING,
         RETURN),
+    Row('migrate', frozenset({vm.ACTIVE, vm.STOPPED}), task.MIGRATING,
+        vm.RESIZED),
     Row('live_migrate', frozenset({vm.ACTIVE, vm.PAUSED}), task.MIGRATING,
         UNCHANGED),
     # issue 25: only from a host forced down and silent (conductor/evacuate.py)

@@ -29,6 +29,7 @@ from common import exception
 from common import metrics
 from common import rpc
 from common.images import client as image_client
+from compute_agent import coldmove
 from compute_agent import configdrive
 from compute_agent import reporter as reporter_mod
 from compute_agent import rpcapi
@@ -53,6 +54,9 @@ _MALFORMED_NAMES = frozenset(kind.__name__ for kind in (
 ACCEPTED = 'accepted'
 DUPLICATE = 'duplicate'
 SLOT_POLL = 0.5     # seconds between two looks at "stopping" while waiting
+# Seconds a cold move's source waits beyond the conductor's own wait for
+# the destination ([conductor] rpc_timeout).
+RECEIVE_MARGIN = 30
 
 
 class TaskStopped(Exception):
@@ -191,6 +195,16 @@ class AgentManager:
         return tasks.prepare_incoming(_TaskView(self, ctx), instance,
                                       params or {})
 
+    def receive_migration(self, ctx, instance, params):
+        """1.8: this host as a cold move's destination
+        (:func:`compute_agent.coldmove.receive`); a failure is raised to
+        the conductor, which raises it to the source."""
+        LOG.info('Receiving domain %s by cold migration', instance['uuid'])
+        try:
+            return coldmove.receive(_TaskView(self, ctx), instance, params)
+        finally:
+            self.dhcp.refresh_from(self.driver, instance['uuid'])
+
     def get_diagnostics(self, ctx, instance_uuid):
         """1.4: the driver's diagnostics of the domain; None when there
         is no such domain here, ``{'error': why}`` when the driver could
@@ -233,7 +247,7 @@ class AgentManager:
                                 rolled_back=False,
                                 power=self._power(uuid, action))
         return self._report(ctx, 'task_finished', uuid,
-                            power=self._power(uuid, action),
+                            power=self._power(uuid, action, params),
                             values=tasks.result_values(action, params))
 
     def _fault_code(self, err):
@@ -254,8 +268,9 @@ class AgentManager:
             self._image_session = image_client.session_from_conf(self.conf)
         return self._image_session
 
-    def _power(self, uuid, action):
-        if action in tasks.LEAVES_HOST:
+    def _power(self, uuid, action, params=None):
+        if action in tasks.LEAVES_HOST or tasks.moves_away(
+                action, params or {}, self.host):
             return None
         # Read and numbered under the reporter's lock: never older than a
         # report numbered after it.
@@ -366,6 +381,12 @@ def undeliverable(err):
     return isinstance(err, MALFORMED)
 
 
+def _first_line(err):
+    """An error's message without the remote traceback oslo.messaging
+    appends."""
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
 def _kind(err):
     if isinstance(err, rpc.RemoteError):
         return err.exc_type
@@ -400,6 +421,21 @@ class _TaskView:
             spec['url'], grant=spec.get('grant'),
             session=self._manager.image_session(),
             timeout=conf.upload_idle_timeout, chunk_size=conf.chunk_size)
+
+    def disk_sent(self, inst, disk):
+        """Conductor RPC 1.16 for a cold move's source: the destination
+        receives ``disk``; its failure raised as a VirtError (rolled back:
+        the source is untouched), a preemption as TaskStopped."""
+        try:
+            return self._manager.conductor.migration_disk_sent(
+                self._ctx, host=self._manager.host,
+                instance_uuid=inst['uuid'], disk=disk,
+                timeout=self.conf.conductor.rpc_timeout + RECEIVE_MARGIN)
+        except exception.TaskPreempted as err:
+            raise TaskStopped(err) from None
+        except Exception as err:    # the destination's or the bus's failure
+            raise virt.VirtError('the destination did not receive the disk: '
+                                 '%s' % _first_line(err)) from None
 
     def progress(self, inst, *, step=None, percent=None):
         try:

@@ -23,6 +23,9 @@ Version history:
   (issue 24: written into the config drive's meta_data.json, never kept);
   capped below 1.7 it is not sent (logged, without the password: the
   guest gets none).
+* 1.8 - receive_migration (a call, on a cold migration's destination once
+  the source's disk is in the image store): fetch it, check its SHA-256,
+  build the domain on it (:mod:`compute_agent.coldmove`).
 """
 
 import logging
@@ -32,7 +35,7 @@ from common import metrics
 from common import rpc
 
 LOG = logging.getLogger(__name__)
-VERSION = '1.7'
+VERSION = '1.8'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -105,6 +108,24 @@ class ComputeAPI:
                 params=params)
         except rpc.MessagingException as err:
             metrics.rpc_error('prepare_live_migration', err)
+            raise
+
+    def receive_migration(self, ctx, *, host, instance, params,
+                          timeout=None):
+        """1.8: have ``host`` build ``instance``'s domain on the disk a
+        cold move's source put in the image store (``params``: image,
+        image_id, sha256, size, flavor, start, ports); raises its failure."""
+        if not self.client.can_send_version('1.8'):
+            raise exception.ServiceUnavailable(
+                reason='a cold migration needs compute agent RPC API 1.8 '
+                       'and [upgrade_levels] compute caps it at %s'
+                       % self.client.version_cap)
+        try:
+            return self.client.prepare(server=host, version='1.8',
+                                       timeout=timeout).call(
+                ctx, 'receive_migration', instance=instance, params=params)
+        except rpc.MessagingException as err:
+            metrics.rpc_error('receive_migration', err)
             raise
 
     def destroy_domain(self, ctx, *, host, instance_uuid):

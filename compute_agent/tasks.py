@@ -36,6 +36,7 @@ import tempfile
 from common import states
 from common.flavors import Flavor
 from common.images import client as image_client
+from compute_agent import coldmove
 from compute_agent import configdrive
 from compute_agent import existing_glance as glance
 from compute_agent.virt.driver import VirtError
@@ -226,6 +227,8 @@ def _unlink(path):
 
 
 def _resize(agent, inst, params):
+    if moves_away('resize', params, agent.host):
+        return coldmove.send(agent, inst, params)
     agent.progress(inst, step=states.step.RESIZE_PREP)
     agent.progress(inst, step=states.step.RESIZE_MIGRATING)
     agent.driver.resize(inst['uuid'], flavor=Flavor(**params['flavor']))
@@ -268,6 +271,21 @@ def _simple(method, **fixed):
     return run
 
 
+def _cross_host(cold, method):
+    """The end of a cold move (``params['cross_host']``,
+    :mod:`compute_agent.coldmove`), or of a resize in place."""
+    in_place = _simple(method)
+
+    def run(agent, inst, params):
+        return (cold if params.get('cross_host') else in_place)(
+            agent, inst, params)
+    run.__name__ = '_%s' % method
+    return run
+
+
+moves_away = coldmove.moves_away
+
+
 HANDLERS = {
     'build': _build,
     'rebuild': _rebuild,
@@ -286,8 +304,9 @@ HANDLERS = {
     'rescue': _rescue,
     'unrescue': _unrescue,
     'resize': _resize,
-    'confirm_resize': _simple('confirm_resize'),
-    'revert_resize': _simple('revert_resize'),
+    'migrate': coldmove.send,
+    'confirm_resize': _cross_host(coldmove.confirm, 'confirm_resize'),
+    'revert_resize': _cross_host(coldmove.revert, 'revert_resize'),
     'live_migrate': _live_migrate,
     'snapshot': _snapshot,
     'backup': _backup,
@@ -306,7 +325,7 @@ def result_values(action, params):
 # Tasks whose handler reports a progress step before it changes anything
 # (the conductor's answer to it says whether the task still holds the
 # instance): the agent sends no separate first progress for them.
-STEP_FIRST = frozenset({'build', 'rebuild', 'resize'})
+STEP_FIRST = frozenset({'build', 'rebuild', 'resize', 'migrate'})
 
 # Tasks after which the domain is no longer on this host.
 LEAVES_HOST = frozenset({'live_migrate'})

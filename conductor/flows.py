@@ -20,6 +20,7 @@ from common.db import attributes as attributes_db
 from conductor import delivery
 from conductor import gateway as gw
 from conductor import images
+from conductor import migrate
 
 LOG = logging.getLogger(__name__)
 TABLE = actions.TABLE
@@ -40,6 +41,7 @@ PARAMS = {
                'password_required': (bool, False)},
     'resize': {'flavor': (str, True)},
     'live_migrate': {'host': (str, False)},
+    'migrate': {'host': (str, False)},
     'snapshot': {'image_name': (str, True), 'image_id': (str, False),
                  'metadata': (dict, False)},
     'backup': {'image_name': (str, True), 'rotation': (int, False),
@@ -221,6 +223,8 @@ class Flows:
         self.delivery = delivery.Delivery(compute=compute, gateway=gateway,
                                           conf=conf)
         self.images = images.ImageAccess(conf, self.db)
+        self.cold = migrate.ColdMoves(db=self.db, scheduler=scheduler,
+                                      compute=compute, conf=conf)
 
     # --- create and build -----------------------------------------------------
 
@@ -352,6 +356,8 @@ class Flows:
         prepared = self._prepare(ctx, inst, action, params)
         self._check_host_up(inst, action)
         TABLE.refuse_if_denied(inst, action)
+        if action == 'migrate' and not self.cold.can_move():
+            raise exception.Invalid(reason=self.cold.no_transfer())
         if action in images.WRITES:
             prepared['image_id'] = self.images.prepare_snapshot(
                 ctx, inst, action, prepared)
@@ -369,7 +375,9 @@ class Flows:
                 # rebuild of a buried instance: the build runs again
                 self._rebuild_buried(task_ctx, inst, action, prepared)
             elif self._allocate(task_ctx, inst, action, prepared):
-                self.send(task_ctx, inst['host'], inst, action, prepared)
+                host = self._cold_end(task_ctx, inst, action, prepared)
+                self.send(task_ctx, host, dict(inst, host=host), action,
+                          prepared)
         after = self._started(inst, task_ctx)
         if 'image_id' in prepared:
             after['image_id'] = prepared['image_id']
@@ -400,13 +408,15 @@ class Flows:
             prepared.setdefault('image_ref', inst['image_ref'])
         if action == 'rebuild':
             prepared['ports'] = self.db.ports_of(inst['uuid'])
-        if action == 'live_migrate' and inst.get('config_drive'):
+        if action in ('live_migrate', 'migrate') and inst.get('config_drive'):
             # its ISO lives on this host; nothing writes it on another yet
             raise exception.Invalid(
-                reason='instance %s has a config drive: live migration of '
+                reason='instance %s has a config drive: %s migration of '
                        'a server with a config drive is not supported yet'
-                       % inst['uuid'])
-        if action == 'live_migrate' and params.get('host') == inst['host']:
+                       % (inst['uuid'], 'live' if action == 'live_migrate'
+                          else 'cold'))
+        if (action in ('live_migrate', 'migrate')
+                and params.get('host') == inst['host']):
             raise exception.Invalid(reason='instance %s is already on host %s'
                                     % (inst['uuid'], inst['host']))
         return prepared
@@ -432,11 +442,10 @@ class Flows:
     def _allocate(self, task_ctx, inst, action, params):
         """Resources a resize or migration needs before the agent starts."""
         try:
-            if action == 'resize':
-                flavor = flavors.Flavor(**params['flavor'])
-                self.scheduler.select_and_allocate(
-                    task_ctx, inst['uuid'], flavor, purpose='resize',
-                    only=inst['host'])
+            if action in ('resize', 'migrate'):
+                dest = self.cold.allocate(task_ctx, inst, action, params)
+                if dest != inst['host']:
+                    params.update(self.cold.prepare(task_ctx, inst, dest))
             elif action == 'live_migrate':
                 params['dest'] = self._migration_dest(task_ctx, inst, params)
                 params['incoming'] = self._prepare_incoming(
@@ -452,6 +461,21 @@ class Flows:
                                       settle=[{'end_moves': True}])
             return False
         return True
+
+    def _cold_end(self, task_ctx, inst, action, params):
+        """The host a task goes to: the instance's, but the source for
+        the revert of a cold move (:mod:`conductor.migrate`); a confirm or
+        revert of one is told so (``cross_host``)."""
+        if action not in ('confirm_resize', 'revert_resize'):
+            return inst['host']
+        source = self.cold.other_host(inst)
+        if source is None:
+            return inst['host']
+        params['cross_host'] = True
+        if action == 'confirm_resize':
+            return inst['host']
+        self.cold.before_revert(task_ctx, inst, source)
+        return source
 
     def _prepare_incoming(self, task_ctx, inst, dest):
         """The destination's answer to agent RPC 1.6 (its disk made ready
@@ -576,6 +600,8 @@ class Flows:
         """:meth:`request_destroy` on the instance's host and on each of
         ``doomed_hosts`` (a preempted move's destinations)."""
         self.request_destroy(ctx, inst)
+        if doomed_hosts:       # a move preempted: its image in transit goes
+            self.cold.forget_images(inst['uuid'])
         for host in doomed_hosts:
             if host != inst.get('host'):
                 self.request_destroy(ctx, {'uuid': inst['uuid'],

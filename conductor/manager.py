@@ -198,6 +198,14 @@ class ConductorManager:
 
     @_expected
     @_agent_task_report
+    def migration_disk_sent(self, ctx, host, instance_uuid, disk):
+        """1.16: :meth:`conductor.migrate.ColdMoves.disk_sent`."""
+        return self.flows.cold.disk_sent(ctx, host=host,
+                                         instance_uuid=instance_uuid,
+                                         disk=disk)
+
+    @_expected
+    @_agent_task_report
     def task_finished(self, ctx, host, instance_uuid, power, values):
         self.results.finished(ctx, host=host, instance_uuid=instance_uuid,
                               power=power, values=values)

@@ -21,17 +21,21 @@ from conductor import images
 LOG = logging.getLogger(__name__)
 
 # Allocation changes when a task ends (see StateDB._settle).
+# A cold move's other copy (the source's on confirm, the destination's on
+# revert) gets a doomed mark with its freed allocation: its host's reports
+# destroy it if the conductor's request to destroy it at once is lost.
 _ON_SUCCESS = {
-    'confirm_resize': [{'free': {'purpose': 'instance'}},
+    'confirm_resize': [{'free': {'purpose': 'instance'}, 'doom': True},
                        {'promote': 'resize'}],
-    'revert_resize': [{'free': {'purpose': 'resize'}}],
+    'revert_resize': [{'free': {'purpose': 'resize'}, 'doom': True}],
     'live_migrate': [{'free': {'purpose': 'instance'}},
                      {'promote': 'migration'}],
 }
 _ON_FAILURE = {
     'build': [{'free': {}}],
     'rebuild': [],
-    'resize': [{'free': {'purpose': 'resize'}}],
+    'resize': [{'free': {'purpose': 'resize'}, 'doom': True}],
+    'migrate': [{'free': {'purpose': 'resize'}, 'doom': True}],
     # the destination freed and doomed: a copy the move left there (its
     # result lost with a restarted agent, or the move half-done) is
     # destroyed by the destination's reports (common/db/domains.py)
@@ -46,8 +50,13 @@ _ON_FAILURE = {
 
 # Actions whose result comes from an allocation of this purpose: a resize
 # takes the new flavor, a revert the old one, a migration the new host.
-_TAKES_FROM_ALLOCATION = {'resize': 'resize', 'revert_resize': 'instance',
+_TAKES_FROM_ALLOCATION = {'resize': 'resize', 'migrate': 'resize',
+                          'revert_resize': 'instance',
                           'live_migrate': 'migration'}
+
+
+# Tasks that end a cold move: the copy left on the other host goes.
+_ENDS_MOVE = ('confirm_resize', 'revert_resize')
 
 
 def _same_power(before, after):
@@ -185,6 +194,7 @@ class Results:
         everything else the conductor derives itself, from the row the
         finish reads in its transaction."""
         hints = values or {}
+        other = self._other_copy(instance_uuid)
 
         def derive(conn, inst):
             action = inst['task_action']
@@ -197,9 +207,26 @@ class Results:
         # new host's next report decides. ``after`` is the row as written:
         # it was held from the finish's read to its commit, so a power
         # report stored while the task ran is in it.
-        if before['task_action'] != 'live_migrate':
+        if (before['task_action'] != 'live_migrate'
+                and before['host'] == after['host']):
             self.reconciler.consider(after)
+        if other and before['task_action'] in _ENDS_MOVE:
+            # the cold move's other copy goes now (its doomed mark is the net)
+            self.reconciler.flows.request_destroy(
+                ctx, {'uuid': instance_uuid, 'host': other})
         return after
+
+    def _other_copy(self, instance_uuid):
+        """The host of a cold move's copy the instance is not placed on
+        (the source while RESIZED on the destination, the destination while
+        a revert runs on the source), or None."""
+        inst = self.db.get_instance(instance_uuid)
+        if inst['task_action'] not in _ENDS_MOVE + ('resize', 'migrate'):
+            return None
+        hosts = {a['host'] for a in self.db.list_allocations(
+            instance_uuid=instance_uuid) if a['purpose'] in ('instance',
+                                                             'resize')}
+        return next(iter(sorted(hosts - {inst['host']})), None)
 
     def _migration_dest(self, instance_uuid):
         """The host a live migration of the instance was going to."""
@@ -232,7 +259,10 @@ class Results:
             return {}
         if action == 'live_migrate':
             return {'host': allocs[purpose]['host']}
-        return self._flavor_values(allocs[purpose])
+        # a cold move is placed where its allocation is (a resize in place:
+        # the same host)
+        return dict(self._flavor_values(allocs[purpose]),
+                    host=allocs[purpose]['host'])
 
     @staticmethod
     def _flavor_values(alloc):
@@ -250,6 +280,9 @@ class Results:
         action = inst['task_action'] if inst['task_id'] == ctx.task_id else None
         prepared = (self._migration_dest(instance_uuid)
                     if action == 'live_migrate' and rolled_back else None)
+        if action in ('resize', 'migrate'):
+            prepared = self._other_copy(instance_uuid)
+            self.reconciler.flows.cold.forget_images(instance_uuid)
         after = self.gateway.fail(
             ctx, instance_uuid, host=host, error=error,
             rolled_back=rolled_back, power=power, fault_code=fault_code,

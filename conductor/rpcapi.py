@@ -73,6 +73,10 @@ Version history:
 * 1.15 - run_action takes ``evacuate`` and ``evacuate_stopped`` (API
   tier: Nova's evacuate; ``host``, ``force``), refused below 1.15 rather
   than sent to a conductor that does not know them (issue 25).
+* 1.16 - migration_disk_sent (agents: the source of a cold migration or
+  cross-host resize says its disk is in the image store, with its SHA-256;
+  the conductor has the destination receive it, through compute agent RPC
+  1.8, and answers with the destination's answer: :mod:`conductor.migrate`).
 * 1.17 - create_instance takes ``admin_pass`` and run_action of
   ``rebuild`` takes ``admin_pass`` and ``config_drive`` (API tier, issue
   24: Nova's adminPass, carried to the build or rebuild task and written
@@ -170,15 +174,8 @@ class ConductorAPI:
                 and not attributes.get('launch_index')):
             attributes = None   # one server: a conductor before 1.8 keeps
             #                     no reservation id, and nothing else is lost
-        if attributes and GUEST_ACCESS & set(attributes):     # 1.10
-            self._need('1.10', 'a key pair, user data or a config drive')
-            _at_least(kwargs, '1.10', attributes=attributes)
-        elif attributes:                    # 1.8
-            self._need('1.8', 'a server\'s description, metadata, tags or '
-                       'min_count/max_count')
-            _at_least(kwargs, '1.8', attributes=attributes)
-        if attributes and {'access_ip_v4', 'access_ip_v6'} & set(attributes):
-            _at_least(kwargs, self._access_ips(attributes, '1.8'))  # 1.12
+        if attributes:
+            self._with_attributes(kwargs, attributes)
         if networks not in (None, 'auto'):  # 1.9
             self._need('1.9', 'a server\'s networks')
             _at_least(kwargs, '1.9', networks=networks)
@@ -188,15 +185,28 @@ class ConductorAPI:
             _at_least(kwargs, '1.13')
             if force_host is not None:
                 kwargs['force_host'] = force_host
-        if (attributes or {}).get('server_group') is not None:    # 1.14
-            self._need('1.14', 'a server group (scheduler hint group)')
-            _at_least(kwargs, '1.14')
         if admin_pass is not None:                          # 1.17
             self._need('1.17', 'an admin password (adminPass)')
             _at_least(kwargs, '1.17', admin_pass=admin_pass)
         return self._call(ctx, 'create_instance', name=name, flavor=flavor,
                           image_ref=image_ref, policies=policies or {},
                           **kwargs)
+
+    def _with_attributes(self, kwargs, attributes):
+        """The create's ``attributes`` into ``kwargs``, at the version the
+        ones given need."""
+        if GUEST_ACCESS & set(attributes):                  # 1.10
+            self._need('1.10', 'a key pair, user data or a config drive')
+            _at_least(kwargs, '1.10', attributes=attributes)
+        else:                                               # 1.8
+            self._need('1.8', 'a server\'s description, metadata, tags or '
+                       'min_count/max_count')
+            _at_least(kwargs, '1.8', attributes=attributes)
+        if {'access_ip_v4', 'access_ip_v6'} & set(attributes):
+            _at_least(kwargs, self._access_ips(attributes, '1.8'))  # 1.12
+        if attributes.get('server_group') is not None:      # 1.14
+            self._need('1.14', 'a server group (scheduler hint group)')
+            _at_least(kwargs, '1.14')
 
     def _access_ips(self, values, version):
         """1.12 when ``values`` set accessIPv4/accessIPv6, else
@@ -433,6 +443,25 @@ class ConductorAPI:
         return self._call(ctx, 'task_finished', host=host,
                           instance_uuid=instance_uuid, power=power,
                           values=values or {})
+
+    def migration_disk_sent(self, ctx, *, host, instance_uuid, disk,
+                            timeout=None):
+        """1.16: the source's disk is in the store (``disk``: image_id,
+        sha256, size, start); answers once the destination has it (up to
+        ``timeout`` seconds), or raises its failure."""
+        self._need('1.16', 'a cold migration')
+        try:
+            prepared = (self.client.prepare(version='1.16', timeout=timeout)
+                        if self.connector is None
+                        else self.prepare(version='1.16'))
+            return prepared.call(
+                ctx, 'migration_disk_sent', host=host,
+                instance_uuid=instance_uuid, disk=disk)
+        except exception.TristateError as err:
+            raise exception.from_dict(err.to_dict()) from None
+        except rpc.MessagingException as err:
+            metrics.rpc_error('migration_disk_sent', err)
+            raise
 
     def task_failed(self, ctx, *, host, instance_uuid, error, rolled_back,
                     power=None, fault_code=None):

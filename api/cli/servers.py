@@ -384,6 +384,10 @@ def _evacuate(args):
     return {'evacuate': {'host': args.host} if args.host else {}}
 
 
+def _migrate_cold(args):
+    return {'migrate': {'host': args.host} if args.host else None}
+
+
 def _rescue(args):
     body = {}
     if args.image:
@@ -429,6 +433,10 @@ ACTIONS = (
     ActionSpec('evacuate', 'Rebuild, from its image, on another host, a '
                'server whose host is forced down and silent (admin; its '
                'local disk data is lost).', _evacuate,
+               (_arg('--host', help='Target host (default: the scheduler '
+                                    'picks).'),)),
+    ActionSpec('migrate', 'Move the guest to another host, its disk copied '
+               '(admin); then confirm-resize or revert-resize.', _migrate_cold,
                (_arg('--host', help='Target host (default: the scheduler '
                                     'picks).'),)),
     ActionSpec('snapshot', 'Save an image of the disk (shows its id).',

@@ -30,6 +30,7 @@ LOCK_REASON = microversion.APIVersion(2, 73)
 DESCRIPTION = microversion.APIVersion(2, 19)
 KEY_NAME = microversion.APIVersion(2, 54)
 USER_DATA = microversion.APIVersion(2, 57)
+COLD_MIGRATE_HOST = microversion.APIVersion(2, 56)
 
 
 # --- actions ---------------------------------------------------------------------
@@ -241,7 +242,9 @@ def _checked_task(client, inst, name, params):
                            inst['flavor_name'] if name == 'rebuild' else None)
     if name == 'rescue':
         params = _rescue_password(client, params)
-    if name == 'live_migrate' and params.get('host'):
+    if name == 'migrate' and request.version() < COLD_MIGRATE_HOST:
+        params = {}         # Nova ignores a host before 2.56
+    if name in ('live_migrate', 'migrate') and params.get('host'):
         _known_host(params['host'])
     return params
 

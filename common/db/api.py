@@ -531,11 +531,18 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         ``{'free': {'purpose': P, 'host': H}}`` (both optional) or
         ``{'promote': P}`` (rows of purpose P become the instance's own) or
         ``{'end_moves': True}`` (a move ends without moving: see
-        :meth:`common.db.domains.DomainsMixin._end_moves`)."""
+        :meth:`common.db.domains.DomainsMixin._end_moves`). With ``'doom':
+        True`` beside ``free``, the hosts freed other than the instance's
+        own get doomed marks (the copy a cold move left there)."""
         if op.get('end_moves'):
             self._end_moves(conn, instance_uuid)
         if 'free' in op:
-            self._free_allocations(conn, instance_uuid, **op['free'])
+            freed = self._free_allocations(conn, instance_uuid, **op['free'])
+            if op.get('doom'):
+                here = conn.execute(sa.select(I.c.host).where(
+                    I.c.uuid == instance_uuid)).scalar()
+                self._doom(conn, instance_uuid,
+                           sorted({a['host'] for a in freed} - {here}))
         if 'promote' in op:
             conn.execute(sa.update(A).where(
                 A.c.instance_uuid == instance_uuid,

@@ -1,6 +1,6 @@
 """The migrations record (issue 25): one row per move of an instance (a
-resize, a live migration, an evacuation), written in the transaction that
-takes the destination's resources
+resize, a cold migration, a live migration, an evacuation), written in
+the transaction that takes the destination's resources
 (:meth:`common.db.hosts.HostsMixin._allocate`), with where it comes from
 and goes to and the flavors before and after.
 
@@ -9,17 +9,21 @@ task's outcome is written, so the two can never disagree; an evacuation's
 last step, its source host back and rid of the domain, is the row's
 ``cleaned_at`` (:mod:`common.db.evacuations`). Nova's names:
 
-=================  ======================  ===================  ==============
-task               resize                  live-migration       evacuation
-=================  ======================  ===================  ==============
-running            ``migrating``           ``running``          ``pre-migrating``
-succeeded          ``finished``            ``completed``        ``done``
+=================  ==========================  ===================  =================
+task               resize, migration (cold)    live-migration       evacuation
+=================  ==========================  ===================  =================
+running            ``migrating``               ``running``          ``pre-migrating``
+succeeded          ``finished`` (to confirm)   ``completed``        ``done``
 then confirmed     ``confirmed``
 then reverted      ``reverted``
-source cleaned                                                  ``completed``
-rolled back        ``error``               ``failed``           ``failed``
-failed, preempted  ``error``               ``error``            ``error``
-=================  ======================  ===================  ==============
+source cleaned                                                      ``completed``
+rolled back        ``error``                   ``failed``           ``failed``
+failed, preempted  ``error``                   ``error``            ``error``
+=================  ==========================  ===================  =================
+
+A move of purpose ``resize`` that keeps the flavor is Nova's cold
+``migration`` (the ``migrate`` action); one that changes it is a
+``resize``, on the same host or another.
 """
 
 import uuid as uuidlib
@@ -35,14 +39,19 @@ LOGT = models.InstanceAction.__table__
 F = models.Flavor.__table__
 
 RESIZE = 'resize'
+COLD = 'migration'
 LIVE = 'live-migration'
 EVACUATION = 'evacuation'
 _TYPES = {'resize': RESIZE, 'migration': LIVE, 'evacuation': EVACUATION}
 _ENDS = {'confirm_resize': 'confirmed', 'revert_resize': 'reverted'}
-_SUCCEEDED = {RESIZE: 'finished', LIVE: 'completed', EVACUATION: 'done'}
-_ROLLED_BACK = {RESIZE: 'error', LIVE: 'failed', EVACUATION: 'failed'}
-_RUNNING = {RESIZE: 'migrating', LIVE: 'running',
+_SUCCEEDED = {RESIZE: 'finished', COLD: 'finished', LIVE: 'completed',
+              EVACUATION: 'done'}
+_ROLLED_BACK = {RESIZE: 'error', COLD: 'error', LIVE: 'failed',
+                EVACUATION: 'failed'}
+_RUNNING = {RESIZE: 'migrating', COLD: 'migrating', LIVE: 'running',
             EVACUATION: 'pre-migrating'}
+# Moves the user ends with confirm_resize or revert_resize.
+CONFIRMED = (RESIZE, COLD)
 
 
 def record(conn, *, instance_uuid, task_id, purpose, dest_host, flavor_name,
@@ -55,12 +64,14 @@ def record(conn, *, instance_uuid, task_id, purpose, dest_host, flavor_name,
     inst = conn.execute(sa.select(
         I.c.host, I.c.flavor_name, I.c.user_id, I.c.project_id).where(
             I.c.uuid == instance_uuid)).first()
+    if kind == RESIZE and flavor_name == inst.flavor_name:
+        kind = COLD
     conn.execute(sa.insert(M).values(
         uuid=str(uuidlib.uuid4()), task_id=task_id,
         instance_uuid=instance_uuid, migration_type=kind,
         source_host=inst.host, dest_host=dest_host,
         old_flavor_name=inst.flavor_name,
-        new_flavor_name=flavor_name if kind == RESIZE else inst.flavor_name,
+        new_flavor_name=flavor_name if kind != LIVE else inst.flavor_name,
         user_id=inst.user_id, project_id=inst.project_id, created_at=now))
 
 
@@ -117,7 +128,7 @@ def listed(conn, *, instance_uuid=None):
         M.c.instance_uuid == instance_uuid]
     rows = _rows(conn, where)
     ends = _ends(conn, {r['instance_uuid'] for r in rows
-                        if r['migration_type'] == RESIZE})
+                        if r['migration_type'] in CONFIRMED})
     ids = _flavor_ids(conn, {n for r in rows for n in (
         r['old_flavor_name'], r['new_flavor_name']) if n})
     for row in rows:
@@ -126,7 +137,7 @@ def listed(conn, *, instance_uuid=None):
         row['status'], row['updated_at'] = _status(
             row['migration_type'], log,
             ends.get(row['instance_uuid'], ()) if row['migration_type']
-            == RESIZE else ())
+            in CONFIRMED else ())
         if row.get('cleaned_at') is not None and row['status'] == 'done':
             row['status'], row['updated_at'] = 'completed', row['cleaned_at']
         row['old_flavor_id'] = ids.get(row['old_flavor_name'])
@@ -136,6 +147,19 @@ def listed(conn, *, instance_uuid=None):
 
 class MovesMixin:
     """Needs ``self.db``."""
+
+    def place_for_task(self, ctx, instance_uuid, host):
+        """The running task ``ctx.task_id`` moves the instance's placing
+        to ``host`` (a cross-host revert, before the source restores the
+        guest: its reports are the instance's from then on); preempted if
+        the task no longer holds the instance."""
+        def txn(conn):
+            res = conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid, I.c.task_id == ctx.task_id).values(
+                    host=host, task_updated_at=self.clock()))
+            if res.rowcount != 1:
+                self._preempted(conn, instance_uuid, ctx.task_id)
+        self.db.transaction(txn)
 
     def list_migrations(self, *, instance_uuid=None):
         return self.db.transaction(

@@ -216,6 +216,19 @@ class ComputeDriver(abc.ABC):
         """Live-migrate to ``dest``; with a fake, move it between stores."""
         self._unsupported('live_migrate')
 
+    def export_disk(self, uuid, *, target):
+        """A cold move's source: write the (powered off) domain's root
+        disk to the file ``target`` as one stand-alone qcow2 image, the
+        domain and its own disk untouched."""
+        self._unsupported('cold migration (export_disk)')
+
+    def migrate_in(self, uuid, *, name, flavor, image_ref, disk, ports=(),
+                   start=True):
+        """A cold move's destination: a new domain of ``flavor`` whose
+        root disk is the qcow2 file ``disk`` (copied: the caller removes
+        it), grown to the flavor's size; running if ``start``."""
+        self._unsupported('cold migration (migrate_in)')
+
     def snapshot(self, uuid, *, image_name):
         """Save an image of the disk. A driver that can name images by id
         adds an ``image_id`` keyword: the id the conductor decided and the

@@ -92,6 +92,9 @@ POWER_EFFECTS = {
     'revert_resize': (_ANY, None),
     'migrate_out': ({power.RUNNING, power.PAUSED}, None),  # live only
     'snapshot': (_ANY, None),
+    'export_disk': (_ANY, None),              # a cold move's source copy
+    'migrate_in': (_ANY, None),               # started if asked
+    'write_disk': (_ANY, None),               # a guest writes its disk
     'set_password': ({power.RUNNING}, None),  # needs the guest agent
 }
 OPERATIONS = tuple(POWER_EFFECTS)
@@ -113,6 +116,10 @@ store_dir = fake_store.store_dir
 # Beside the hosts' stores, not in one (a migrated guest keeps its log;
 # every directory of fakevirt/ is a host).
 CONSOLE_SUBDIR = 'fakevirt-consoles'
+# A domain's disk content, when it has any of its own (a guest wrote it,
+# or a cold migration brought it): fakevirt-disks/<host>/<uuid>.qcow2.
+# Without one the disk is :func:`initial_disk` of its image.
+DISK_SUBDIR = 'fakevirt-disks'
 # Operations after which a running guest has (re)booted.
 BOOTS = frozenset({'spawn', 'power_on', 'reboot', 'rescue', 'unrescue',
                    'rebuild'})
@@ -394,7 +401,53 @@ class FakeDriver(driver.ComputeDriver):
         with self.store.update(uuid) as data:
             if data['domains'].pop(uuid, None) is not None:
                 data['seq'] += 1
+            _unlink(self._disk_path(uuid))
         consolelog.remove(self._console_log(uuid))
+
+    # --- disks (cold migration) ---------------------------------------------------
+
+    def _disk_path(self, uuid):
+        return os.path.join(self.state_dir, DISK_SUBDIR, self.host,
+                            '%s.qcow2' % _checked(uuid))
+
+    def disk_content(self, uuid):
+        """The bytes of the domain's disk (a qcow2 file), None when there
+        is no such domain."""
+        rec = self.store.domain(uuid)
+        if rec is None:
+            return None
+        try:
+            with open(self._disk_path(uuid), 'rb') as f:
+                return f.read()
+        except FileNotFoundError:
+            return initial_disk(uuid, rec['image_ref'])
+
+    def write_disk(self, uuid, data):
+        """What a guest writing its disk does: the disk holds ``data``
+        (at most 64 KiB, as a qcow2 cluster)."""
+        def change(rec):
+            _write_file(self._disk_path(uuid), qcow2_image(data))
+        self._run('write_disk', uuid, change)
+
+    def export_disk(self, uuid, *, target):
+        content = self.disk_content(uuid)
+        if content is None:
+            raise driver.DomainNotFound(uuid, self.host)
+        self._run('export_disk', uuid)
+        _write_file(target, content)
+
+    def migrate_in(self, uuid, *, name, flavor, image_ref, disk, ports=(),
+                   start=True):
+        rec = _new_record(uuid, name, flavor, image_ref)
+        rec['ports'] = net_ports.checked(ports)
+        rec['config_drive'] = None
+
+        def change(rec):
+            with open(disk, 'rb') as f:
+                _write_file(self._disk_path(uuid), f.read())
+            rec['power_state'] = power.RUNNING if start else power.SHUTDOWN
+            rec['reason'] = None
+        self._run('migrate_in', uuid, change, new=rec)
 
     def power_off(self, uuid, *, timeout=60):
         self._run('power_off', uuid)
@@ -636,6 +689,27 @@ def qcow2_image(data):
                 struct.pack('>Q', 5 * _CLUSTER | _COPIED),
                 data]
     return b''.join(c.ljust(_CLUSTER, b'\0') for c in clusters)
+
+
+def initial_disk(uuid, image_ref):
+    """The disk of a domain no one wrote yet: its image's (a qcow2)."""
+    text = 'tristate fake disk of %s from image %s\n' % (uuid, image_ref)
+    return qcow2_image(text.encode('utf-8', 'backslashreplace')[:_CLUSTER])
+
+
+def _write_file(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + '.part'
+    with open(tmp, 'wb') as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _state(rec):

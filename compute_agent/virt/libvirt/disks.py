@@ -13,7 +13,9 @@
 * A snapshot is the disk flattened into a stand-alone qcow2
   (:func:`export`), which the agent uploads to the image service.
 
-Disks only ever grow: a resize revert keeps the larger disk. ``qemu-img``
+Disks only ever grow: a resize revert in place keeps the larger disk (a
+resize to another host leaves the source's disk as it was, so its revert
+restores the old size: :mod:`.coldmove`). ``qemu-img``
 (Debian qemu-utils) is required.
 """
 

@@ -39,6 +39,7 @@ from compute_agent.net import ports as net_ports
 from compute_agent.virt import driver
 from compute_agent.virt.driver import DomainInfo
 from compute_agent.virt.driver import VirtError
+from compute_agent.virt.libvirt import coldmove
 from compute_agent.virt.libvirt import config
 from compute_agent.virt.libvirt import connection as connection_mod
 from compute_agent.virt.libvirt import detours
@@ -103,7 +104,8 @@ def _all_states(conn):
 
 
 class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
-                    migration.MigrationOps, driver.ComputeDriver):
+                    migration.MigrationOps, coldmove.ColdMoveOps,
+                    driver.ComputeDriver):
     """One libvirt host. Thread-safe: tasks, the reporter and the event
     thread use it at once."""
 

@@ -32,6 +32,8 @@ def test_migrate_of_a_missing_server_is_404(admin):
 
 
 def test_migrate_of_a_server_says_it_is_not_supported_yet(admin):
+    # issue 25 carries cold migrations out through Tristate's own image
+    # service; this plane has none ([image] service_url unset)
     server = admin.active()
     resp = admin.post('/servers/%s/action' % server['id'], {'migrate': None})
     assert resp.status_code == 400

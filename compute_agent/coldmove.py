@@ -1,0 +1,181 @@
+"""Cold migration and cross-host resize on the agents (issue 25).
+
+The design, and why the disk goes through the image service's store, is in
+:mod:`conductor.migrate`. Here:
+
+* :func:`send` runs on the source as the ``migrate`` or ``resize`` task
+  when ``params['dest']`` names another host: power the guest off, have
+  the driver write its disk to a scratch file (``export_disk``), take the
+  file's SHA-256 and size, upload it to the temporary image (write grant),
+  then ask the conductor to have the destination receive it (conductor RPC
+  1.16). Any failure powers the guest on again if it ran and fails the
+  task rolled back: the source's domain and disk were never changed.
+* :func:`receive` runs on the destination (agent RPC 1.8): fetch the image
+  into a scratch file while hashing it, refuse it unless its SHA-256 and
+  size are the ones the source computed (so a copy corrupted anywhere
+  between the two disks fails the move, the source untouched), then have
+  the driver build the domain on it (``migrate_in``), started if the guest
+  ran.
+* :func:`confirm` and :func:`revert` are the ``cross_host`` forms of
+  confirm_resize (on the destination: nothing to change there; the
+  conductor has the source destroy its copy) and revert_resize (on the
+  source, once the conductor placed the instance there again and told the
+  destination to destroy its copy: power the kept guest on if it ran).
+"""
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+
+from common import states
+from common.flavors import Flavor
+from common.images import client as image_client
+from compute_agent.virt.driver import VirtError
+
+LOG = logging.getLogger(__name__)
+
+
+def moves_away(action, params, host):
+    """Whether the task ``action`` with ``params`` moves the guest from
+    ``host`` to another (its result then carries no power of this host)."""
+    return (action in ('migrate', 'resize') and bool(params.get('dest'))
+            and params['dest'] != host)
+
+
+# --- the source ---------------------------------------------------------------
+
+def send(agent, inst, params):
+    uuid = inst['uuid']
+    agent.progress(inst, step=states.step.RESIZE_PREP)
+    info = agent.driver.get_domain(uuid)
+    ran = info is not None and info.power_state == states.power.RUNNING
+    agent.driver.power_off(uuid, timeout=agent.conf.compute.shutdown_timeout)
+    try:
+        agent.progress(inst, step=states.step.RESIZE_MIGRATING)
+        disk = _upload_disk(agent, inst, params)
+        disk['start'] = ran
+        agent.disk_sent(inst, disk)
+    except VirtError as err:
+        if ran:
+            _power_on_again(agent, uuid)
+        raise VirtError('cold migration of %s to %s failed: %s'
+                        % (uuid, params['dest'], err)) from None
+    agent.progress(inst, step=states.step.RESIZE_FINISH)
+
+
+def _power_on_again(agent, uuid):
+    try:
+        agent.driver.power_on(uuid)
+    except VirtError:
+        LOG.exception('Domain %s not powered on again after its failed cold '
+                      'migration', uuid)
+
+
+def _upload_disk(agent, inst, params):
+    client = agent.image_client(params)
+    if client is None:
+        raise VirtError('no image service to carry the disk')
+    image_id = params['image_id']
+    with scratch(agent, image_id) as path:
+        agent.driver.export_disk(inst['uuid'], target=path)
+        sha256, size = sha256_of(path)
+        LOG.info('Sending the disk of %s (%d bytes, sha256 %s) through '
+                 'image %s', inst['uuid'], size, sha256, image_id)
+        try:
+            with open(path, 'rb') as f:
+                client.upload(image_id, f, size=size)
+        except (image_client.ImageNotFound, image_client.ImageForbidden,
+                image_client.ImageServiceError) as err:
+            raise VirtError('upload of the disk failed: %s' % err) from None
+    return {'image_id': image_id, 'sha256': sha256, 'size': size}
+
+
+# --- the destination -----------------------------------------------------------
+
+def receive(agent, inst, params):
+    """Agent RPC 1.8; {} once the domain is built (running if asked)."""
+    client = agent.image_client(params)
+    if client is None:
+        raise VirtError('no image service to fetch the disk from')
+    with scratch(agent, params['image_id']) as path:
+        fetch(client, params['image_id'], path, sha256=params['sha256'],
+              size=params['size'])
+        agent.driver.migrate_in(
+            inst['uuid'], name=inst['name'], flavor=Flavor(**params['flavor']),
+            image_ref=inst['image_ref'], disk=path,
+            ports=list(params.get('ports') or ()), start=params['start'])
+    return {}
+
+
+def fetch(client, image_id, path, *, sha256, size):
+    """Download image ``image_id`` to ``path``; VirtError unless its
+    SHA-256 and size are ``sha256`` and ``size`` (the file then removed)."""
+    digest, got = hashlib.sha256(), 0
+    try:
+        chunks, _headers = client.download(image_id)
+        with open(path, 'wb') as f:
+            for chunk in chunks:
+                digest.update(chunk)
+                got += len(chunk)
+                f.write(chunk)
+    except (image_client.ImageNotFound, image_client.ImageForbidden,
+            image_client.ImageServiceError) as err:
+        raise VirtError('fetch of the disk failed: %s' % err) from None
+    if got != size or digest.hexdigest() != sha256:
+        _unlink(path)
+        raise VirtError('the disk received is corrupt: %d bytes with sha256 '
+                        '%s, the source sent %d bytes with sha256 %s'
+                        % (got, digest.hexdigest(), size, sha256))
+
+
+# --- confirm and revert -----------------------------------------------------------
+
+def confirm(agent, inst, params):
+    """On the destination: its domain is already the instance's."""
+
+
+def revert(agent, inst, params):
+    """On the source, its kept domain as the move left it (off): on again
+    if the guest ran; its disk was never written."""
+    if inst.get('return_vm_state') != states.vm.STOPPED:
+        agent.driver.power_on(inst['uuid'])
+
+
+# --- files ---------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def scratch(agent, name):
+    """A scratch file for the disk in transit, removed after: in the image
+    cache's directory when there is one (a crash's leftover is removed
+    when the agent starts)."""
+    if agent.image_cache is not None:
+        with agent.image_cache.scratch_file(name) as path:
+            yield path
+        return
+    fd, path = tempfile.mkstemp(prefix='coldmove-')
+    os.close(fd)
+    try:
+        yield path
+    finally:
+        _unlink(path)
+
+
+def sha256_of(path, chunk=1 << 20):
+    """The SHA-256 hex digest and size of the file at ``path``."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, 'rb') as f:
+        while True:
+            data = f.read(chunk)
+            if not data:
+                return digest.hexdigest(), size
+            digest.update(data)
+            size += len(data)
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
