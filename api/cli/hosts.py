@@ -7,8 +7,10 @@ choosing where, waiting for each; a line of progress per server on
 stderr, then one row per server: where it went, or why it could not move
 (a server that is not ACTIVE or PAUSED, one with a config drive, no room
 elsewhere, a failed migration). The host stays disabled; ``tristate host
-enable HOST`` brings it back. ``--cold`` (cold migration of what cannot
-move live) is refused: cold migration is not built yet.
+enable HOST`` brings it back. ``--cold``: what cannot move live (a
+stopped server, or one whose live migration failed) is cold-migrated
+(Nova's ``migrate``: its disk copied through the image service), then
+the move confirmed; it comes back as it was (stopped stays stopped).
 """
 
 from cliff import command
@@ -18,8 +20,10 @@ from api.cli import client as client_mod
 
 COMPUTE = 'nova-compute'
 DRAIN_REASON = 'drained by tristate host drain'
-# What live migration takes (common/actions.py's live_migrate row).
+# What live migration takes (common/actions.py's live_migrate row), and
+# what a cold migration takes (its migrate row).
 MOVABLE = ('ACTIVE', 'PAUSED')
+COLD_MOVABLE = ('ACTIVE', 'SHUTOFF')
 
 
 def _service(client, host):
@@ -81,8 +85,9 @@ class DrainHost(lister.Lister):
                             help='Why the host is disabled (default: %r).'
                                  % DRAIN_REASON)
         parser.add_argument('--cold', action='store_true',
-                            help='Cold-migrate what cannot move live (not '
-                                 'supported yet).')
+                            help='Cold-migrate what cannot move live (a '
+                                 'stopped server, a failed live migration), '
+                                 'then confirm the move.')
         parser.add_argument('--timeout', type=float, default=3600.0,
                             metavar='SECONDS',
                             help='Seconds to wait for each migration. '
@@ -90,11 +95,6 @@ class DrainHost(lister.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        if parsed_args.cold:
-            raise client_mod.ApiError(
-                '--cold is not supported yet: Tristate does not do cold '
-                'migration yet (the mobility issue). Drain without it to '
-                'live-migrate what can move.')
         client = self.app.client
         host = parsed_args.host
         _update(client, host, {'status': 'disabled',
@@ -106,6 +106,9 @@ class DrainHost(lister.Lister):
                                                   server['name'],
                                                   server['id']))
             row = self._move(client, server, host, parsed_args.timeout)
+            if row[2] != 'moved' and parsed_args.cold:
+                row = self._move_cold(client, server, host,
+                                      parsed_args.timeout, row[3])
             self._progress('%s\n' % (row[3] if row[2] != 'moved'
                                      else 'moved to %s' % row[3]))
             rows.append(row)
@@ -145,6 +148,32 @@ class DrainHost(lister.Lister):
         entry = client.task_entry(server['id'], task_id) if task_id else None
         return row + ('not moved', (entry or {}).get('message')
                       or 'the migration ended on %s' % host)
+
+
+    @staticmethod
+    def _move_cold(client, server, host, timeout, live_why):
+        """Cold-migrate ``server`` (that could not move live: ``live_why``)
+        and confirm the move: the same row as :meth:`_move`."""
+        row = (server['id'], server['name'])
+        status = client.server(server['id'])['status']
+        if status not in COLD_MOVABLE:
+            return row + ('not moved', '%s; status %s: cold migration takes '
+                          '%s' % (live_why, status, ' or '.join(COLD_MOVABLE)))
+        try:
+            _, task_id = client.start_task(
+                '/servers/%s/action' % server['id'], {'migrate': None})
+            after = client.wait_settled(server['id'], timeout=timeout)
+            if after['status'] == 'VERIFY_RESIZE':
+                client.action(server['id'], {'confirmResize': None})
+                after = client.wait_settled(server['id'], timeout=timeout)
+        except client_mod.ApiError as err:
+            return row + ('not moved', '%s; cold: %s' % (live_why, err))
+        where = after.get('OS-EXT-SRV-ATTR:host')
+        if where and where != host:
+            return row + ('moved', where)
+        entry = client.task_entry(server['id'], task_id) if task_id else None
+        return row + ('not moved', '%s; cold: %s' % (live_why, (
+            entry or {}).get('message') or 'the migration ended on %s' % host))
 
 
 def commands():

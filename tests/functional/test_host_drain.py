@@ -15,12 +15,15 @@ from common.states import vm
 from tests.functional import api_support
 from tests.functional.conftest import active
 from tests.functional.conftest import wait_idle
+from tests.functional.conftest import set_opts
 
 
 @pytest.fixture
 def tristate(plane, capsys):
     api_server = server_mod.ApiServer(api_support.make_app(plane), port=0,
                                       threads=4).start()
+    # the agents' image service (a cold migration's disk goes through it)
+    set_opts(plane.conf, 'image', service_url=api_server.url + '/image')
 
     def run(*argv):
         # cliff sets the root logger to DEBUG with a handler on this test's
@@ -49,7 +52,7 @@ def _on_host(plane, host):
     return sorted(i['uuid'] for i in plane.statedb.list_instances(host=host))
 
 
-def test_disable_enable_and_no_cold_drain(tristate, plane):
+def test_disable_and_enable(tristate, plane):
     code, out, err = tristate('host', 'disable', 'host1', '--reason',
                               'new BIOS')
     assert code == 0, err
@@ -61,11 +64,6 @@ def test_disable_enable_and_no_cold_drain(tristate, plane):
     assert _host(plane, 'host1')['enabled'] is True
     code, out, err = tristate('host', 'disable', 'nowhere')
     assert code == 1 and 'nowhere' in err
-    # cold migration is not built: refused before anything changes
-    code, out, err = tristate('host', 'drain', 'host1', '--cold')
-    assert code == 1
-    assert '--cold is not supported yet' in err
-    assert _host(plane, 'host1')['enabled'] is True
 
 
 def test_drain_moves_what_it_can_and_says_why_not_the_rest(
@@ -100,3 +98,27 @@ def test_drain_moves_what_it_can_and_says_why_not_the_rest(
     assert [r['Result'] for r in json.loads(out)] == ['moved']
     assert _on_host(plane, 'host1') == []
     assert sorted(_on_host(plane, 'host2')) == sorted(running + [stopped])
+
+
+def test_drain_cold_moves_a_stopped_server_and_confirms(tristate, plane, ctx):
+    """``--cold``: what cannot move live is cold-migrated and the move
+    confirmed; a stopped server stays stopped on its new host."""
+    admin = ctx.elevated()
+    running = active(plane, admin, force_host='host1')['uuid']
+    stopped = active(plane, admin, force_host='host1', name='off')['uuid']
+    plane.client.run_action(admin, stopped, 'stop', {})
+    assert wait_idle(plane, stopped)['vm_state'] == vm.STOPPED
+
+    code, out, err = tristate('host', 'drain', 'host1', '--cold', '-f',
+                              'json')
+
+    assert code == 0, err
+    rows = {r['ID']: r for r in json.loads(out)}
+    assert {u: (r['Result'], r['Where or Why']) for u, r in rows.items()} == {
+        running: ('moved', 'host2'), stopped: ('moved', 'host2')}
+    assert _on_host(plane, 'host1') == []
+    moved = wait_idle(plane, stopped)
+    assert (moved['host'], moved['vm_state']) == ('host2', vm.STOPPED)
+    assert plane.statedb.list_allocations(instance_uuid=stopped) and all(
+        a['host'] == 'host2'
+        for a in plane.statedb.list_allocations(instance_uuid=stopped))
