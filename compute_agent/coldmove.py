@@ -124,7 +124,7 @@ def fetch(client, image_id, path, *, sha256, size):
             image_client.ImageServiceError) as err:
         raise VirtError('fetch of the disk failed: %s' % err) from None
     if got != size or digest.hexdigest() != sha256:
-        _unlink(path)
+        unlink(path)
         raise VirtError('the disk received is corrupt: %d bytes with sha256 '
                         '%s, the source sent %d bytes with sha256 %s'
                         % (got, digest.hexdigest(), size, sha256))
@@ -146,20 +146,21 @@ def revert(agent, inst, params):
 # --- files ---------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def scratch(agent, name):
-    """A scratch file for the disk in transit, removed after: in the image
-    cache's directory when there is one (a crash's leftover is removed
-    when the agent starts)."""
+def scratch(agent, name, prefix='coldmove-'):
+    """A scratch file for a disk in transit (a cold migration's, a
+    snapshot's before its upload), removed after: in the image cache's
+    directory when there is one (counted with the cache's bytes; a crash's
+    leftover is removed when the agent starts), else a temporary file."""
     if agent.image_cache is not None:
         with agent.image_cache.scratch_file(name) as path:
             yield path
         return
-    fd, path = tempfile.mkstemp(prefix='coldmove-')
+    fd, path = tempfile.mkstemp(prefix=prefix)
     os.close(fd)
     try:
         yield path
     finally:
-        _unlink(path)
+        unlink(path)
 
 
 def sha256_of(path, chunk=1 << 20):
@@ -174,7 +175,8 @@ def sha256_of(path, chunk=1 << 20):
             size += len(data)
 
 
-def _unlink(path):
+def unlink(path):
+    """Remove ``path``; gone already is fine."""
     try:
         os.unlink(path)
     except FileNotFoundError:

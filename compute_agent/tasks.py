@@ -31,7 +31,6 @@ import contextlib
 import inspect
 import logging
 import os
-import tempfile
 
 from common import states
 from common.flavors import Flavor
@@ -164,7 +163,8 @@ def _snapshot(agent, inst, params):
         agent.driver.snapshot(inst['uuid'], **kwargs)
         return None
     with _deleted_on_failure(client, params), \
-            _scratch(agent, params['image_id']) as target:
+            coldmove.scratch(agent, params['image_id'],
+                             prefix='snapshot-') as target:
         agent.driver.snapshot(inst['uuid'], target=target, **kwargs)
         _upload(client, params['image_id'], target)
     return client
@@ -188,23 +188,6 @@ def _deleted_on_failure(client, params):
         raise
 
 
-@contextlib.contextmanager
-def _scratch(agent, image_id):
-    """The file a snapshot is written to before its upload, removed after:
-    in the image cache's directory (counted with the cache's bytes; a
-    crash's leftover is removed when the agent starts)."""
-    if agent.image_cache is not None:
-        with agent.image_cache.scratch_file(image_id) as path:
-            yield path
-        return
-    fd, path = tempfile.mkstemp(prefix='snapshot-')
-    os.close(fd)
-    try:
-        yield path
-    finally:
-        _unlink(path)
-
-
 def _upload(client, image_id, path):
     size = os.path.getsize(path)
     LOG.info('Uploading snapshot image %s (%d bytes)', image_id, size)
@@ -217,13 +200,6 @@ def _upload(client, image_id, path):
         # marks it killed).
         raise VirtError('upload of snapshot image %s failed: %s'
                         % (image_id, err)) from None
-
-
-def _unlink(path):
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _resize(agent, inst, params):
