@@ -12,6 +12,20 @@ import sys
 OPENSTACK = str(pathlib.Path(sys.executable).with_name('openstack'))
 COMMAND_TIMEOUT = 120
 
+# A cloud of clouds.yaml for :func:`write_clouds`: the embedded API with a
+# token (``user:project``, or the admin's), its compute and image APIs
+# named directly (no Keystone catalog).
+CLOUD = """\
+  {name}:
+    auth_type: admin_token
+    auth:
+      endpoint: {url}/v2.1
+      token: "{token}"
+    region_name: RegionOne
+    compute_endpoint_override: {url}/v2.1
+    image_endpoint_override: {url}/image
+"""
+
 
 def write_clouds(home, template, url, tokens):
     """``home``/clouds.yaml with the cloud ``template`` (``{name}``,
@@ -39,3 +53,18 @@ def parsed(output):
     lines = output.splitlines(keepends=True)
     start = next(i for i, line in enumerate(lines) if line[:1] in '{[')
     return json.loads(''.join(lines[start:]))
+
+
+def osc(home, *args, cloud='tristate', parse=True):
+    """``openstack --os-cloud CLOUD ARGS -f json`` that must succeed: its
+    output, parsed (``parse=False``: as text)."""
+    done = run(home, [*args, '-f', 'json'] if parse else args, cloud)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return parsed(done.stdout) if parse else done.stdout
+
+
+def fails(home, *args, cloud='tristate'):
+    """The error output of a command that must fail."""
+    done = run(home, args, cloud)
+    assert done.returncode != 0, (args, done.stdout)
+    return done.stderr

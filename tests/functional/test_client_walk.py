@@ -22,7 +22,7 @@ from openstack import exceptions as sdk_exceptions
 from api import service as api_service
 from tests.functional import api_support
 from tests.functional import client_support
-from tests.functional import test_openstackclient as osc_support
+from tests.functional import osc_support
 from tests.functional.conftest import TIMEOUT
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_for

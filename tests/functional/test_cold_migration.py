@@ -217,22 +217,12 @@ def test_a_delete_during_a_cold_migration_leaves_nothing_anywhere(
     assert no_temporary_image(plane)
 
 
-CLOUD = """\
-  {name}:
-    auth_type: admin_token
-    auth:
-      endpoint: {url}/v2.1
-      token: "{token}"
-    region_name: RegionOne
-    compute_endpoint_override: {url}/v2.1
-    image_endpoint_override: {url}/image
-"""
 
 
 def test_openstackclient_server_migrate_then_confirm(
         served, ctx, tmp_path):
     plane, url = served
-    osc_support.write_clouds(tmp_path, CLOUD, url,
+    osc_support.write_clouds(tmp_path, osc_support.CLOUD, url,
                              {'admin': api_support.ADMIN_TOKEN})
 
     def osc(*args):

@@ -9,13 +9,13 @@ import pytest
 
 from api import service as api_service
 from tests.functional import api_support
-from tests.functional import osc_support as osc_command
-from tests.functional import test_openstackclient as osc_support
+from tests.functional import osc_support
+from tests.functional import test_openstackclient as osc_tests
 from tests.functional.conftest import Planes
 from tests.functional.conftest import new_conf
 from tests.functional.conftest import set_opts
 
-TOKENS = osc_support.TOKENS
+TOKENS = osc_tests.TOKENS
 BASE_URL = 'ws://proxy.example:6083/'
 
 
@@ -54,7 +54,7 @@ def server(plane):
 
 
 def _run(home, *args, cloud='tristate'):
-    return osc_command.run(home, list(args), cloud)
+    return osc_support.run(home, list(args), cloud)
 
 
 def test_console_log_show(home, server):

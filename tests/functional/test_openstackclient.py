@@ -42,16 +42,7 @@ SNAPSHOT_NAME = 'osc-snapshot'
 COMMAND_TIMEOUT = osc_support.COMMAND_TIMEOUT
 WAIT = TIMEOUT * 6
 
-CLOUD = """\
-  {name}:
-    auth_type: admin_token
-    auth:
-      endpoint: {url}/v2.1
-      token: "{token}"
-    region_name: RegionOne
-    compute_endpoint_override: {url}/v2.1
-    image_endpoint_override: {url}/image
-"""
+CLOUD = osc_support.CLOUD
 
 
 @pytest.fixture(scope='module')
@@ -80,22 +71,8 @@ def home(tmp_path_factory, url):
     return home
 
 
-def osc(home, *args, cloud='tristate', parse=True):
-    """``openstack --os-cloud CLOUD ARGS -f json``: its output, parsed."""
-    done = osc_support.run(home, [*args, '-f', 'json'] if parse else args,
-                           cloud)
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return _parsed(done.stdout) if parse else done.stdout
-
-
-_parsed = osc_support.parsed
-
-
-def osc_fails(home, *args, cloud='tristate'):
-    """The error output of a command that must fail."""
-    done = osc_support.run(home, args, cloud)
-    assert done.returncode != 0, (args, done.stdout)
-    return done.stderr
+osc = osc_support.osc
+osc_fails = osc_support.fails
 
 
 def host_of(home, server_id):

@@ -17,7 +17,7 @@ import pytest
 
 from tests.functional import api_support
 from tests.functional import client_support
-from tests.functional import test_openstackclient as osc_support
+from tests.functional import osc_support
 from tests.functional.conftest import wait_for
 from tests.images_support import IMAGE
 from tests.images_support import IMAGES
@@ -312,7 +312,7 @@ def test_openstackclient_list_filters_lock_and_properties(url, osc_home):
                             'server', 'show', tiny.id)
     assert shown['locked'] is True
     assert shown['locked_reason'] == 'maintenance'
-    err = osc_support.osc_fails(home, 'server', 'start', tiny.id)
+    err = osc_support.fails(home, 'server', 'start', tiny.id)
     assert 'is locked' in err
     osc_support.osc(home, 'server', 'unlock', tiny.id, parse=False)
     osc_support.osc(home, 'server', 'set', '--property', 'color=red',
