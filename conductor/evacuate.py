@@ -73,8 +73,8 @@ class Evacuations:
         if params.get('host') is not None and params['host'] == source:
             raise exception.Invalid(reason="The target host can't be the "
                                            "same one.")
-        self.refuse_unless_dead(inst)
-        TABLE.refuse_if_denied(inst, action)
+        TABLE.refuse_if_denied(inst, action)    # the state first, as any
+        self.refuse_unless_dead(inst)           # action; then the host's
         inst, task_ctx = self.gateway.claim(
             ctx, instance_uuid, action, owner_checked=True,
             message='evacuation from host %s' % source)

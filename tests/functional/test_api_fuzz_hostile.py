@@ -165,6 +165,7 @@ TARGETS = [
          ('os-migrateLive', {'host': 'h', 'block_migration': 'auto'},
           ['os-migrateLive.host'], []),
          ('evacuate', {'host': 'h'}, ['evacuate.host'], []),
+         ('migrate', None, [], []),
          ('tristate:softDelete', None, [], []), ('restore', None, [], []),
          ('os-resetState', {'state': 'error'}, [], []),
          ('lock', {'locked_reason': 'r'}, ['lock.locked_reason'], []),

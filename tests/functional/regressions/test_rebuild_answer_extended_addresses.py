@@ -53,8 +53,10 @@ def test_update_and_rebuild_answers_are_novas(app, net, version):
                   updated)
     rebuilt = api.post(path + '/action', {'rebuild': {'imageRef': IMAGE}},
                        version=version)
-    schemas.check(schemas.schema_of(schemas.S, 'rebuild_server', version),
-                  rebuilt)
+    # enable_instance_password on (the default): Tempest's schema with one
+    schemas.check(schemas.schema_of(schemas.S,
+                                    'rebuild_server_with_admin_pass',
+                                    version), rebuilt)
     (entry,) = rebuilt.get_json()['server']['addresses']['rebuilt-net']
     assert ('OS-EXT-IPS:type' in entry) == (version == '2.75')
     api.settled(server['id'])

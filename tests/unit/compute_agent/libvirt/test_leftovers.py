@@ -23,7 +23,13 @@ from compute_agent.virt import consolelog  # noqa: E402
 from tests.unit.compute_agent.libvirt.conftest import TINY  # noqa: E402
 from tests.unit.compute_agent.libvirt.conftest import new_uuid  # noqa: E402
 
-LATER = time.time() + leftovers.GRACE + 60
+
+
+def _later():
+    """A moment past the grace of files made now (computed when asked:
+    a module-level time goes stale when the test runs long after the
+    module was imported, as on a parallel run's worker)."""
+    return time.time() + leftovers.GRACE + 60
 
 
 def _conf(tmp_path):
@@ -58,14 +64,14 @@ def test_only_what_no_domain_or_task_owns_is_swept(tmp_path, make_driver):
     assert leftovers.sweep(conf=conf, host='h1', driver=drv,
                            busy=lambda: {busy}) == set()
     assert leftovers.sweep(conf=conf, host='h1', driver=drv,
-                           busy=lambda: {busy}, now=LATER) == {gone}
+                           busy=lambda: {busy}, now=_later()) == {gone}
     for uuid, paths in files.items():
         assert all(os.path.exists(p) for p in paths) == (uuid != gone)
     assert not os.path.exists(files[gone][1] + '.0')
     assert not os.path.exists(drv._files(gone).path)  # noqa: SLF001
     # the task ended and left no domain: its files go at the next sweep
     assert leftovers.sweep(conf=conf, host='h1', driver=drv,
-                           busy=set, now=LATER) == {busy}
+                           busy=set, now=_later()) == {busy}
 
 
 def test_a_log_written_recently_is_kept_though_its_backup_is_old(
