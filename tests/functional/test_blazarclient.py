@@ -22,7 +22,6 @@ from tests.functional import api_support
 from tests.functional import client_support
 from tests.functional import osc_support
 
-_parsed = osc_support.parsed
 
 SUFFIX = uuidlib.uuid4().hex[:8]
 PROJECT = 'project-%s' % SUFFIX
@@ -55,22 +54,15 @@ def home(tmp_path_factory, url):
                                     CLOUD, url, TOKENS)
 
 
-def _run(home, args, cloud):
-    return osc_support.run(home, ['reservation', *args], cloud)
-
-
 def reservation(home, *args, cloud='tristate', parse=True):
     """``openstack --os-cloud CLOUD reservation ARGS -f json``, parsed."""
-    done = _run(home, [*args, '-f', 'json'] if parse else args, cloud)
-    assert done.returncode == 0, (args, done.stdout, done.stderr)
-    return _parsed(done.stdout) if parse else done.stdout
+    return osc_support.osc(home, 'reservation', *args, cloud=cloud,
+                           parse=parse)
 
 
 def fails(home, *args, cloud='tristate'):
-    """The error output of a command that must fail."""
-    done = _run(home, args, cloud)
-    assert done.returncode != 0, (args, done.stdout)
-    return done.stderr
+    """The error output of a reservation command that must fail."""
+    return osc_support.fails(home, 'reservation', *args, cloud=cloud)
 
 
 def admin(home, *args, **kwargs):
@@ -89,7 +81,8 @@ def pool(home):
     """host1 in the reservable pool, put there by the admin's command."""
     host = admin(home, 'host', 'create', 'host1')
     yield host
-    _run(home, ['host', 'delete', 'host1'], 'tristate-admin')
+    osc_support.run(home, ['reservation', 'host', 'delete', 'host1'],
+                    'tristate-admin')
 
 
 @pytest.fixture(scope='module')
