@@ -50,6 +50,7 @@ from common.db import checks
 from common.db import engine
 from common.db import migration
 from common.states import power
+from common.states import vm
 from compute_agent import journal
 from compute_agent.virt import fake
 from tests import images_support
@@ -444,6 +445,19 @@ class Plane:
 
     def domain(self, inst):
         return self.domains(inst['host']).get(inst['uuid'])
+
+    def still_works(self, live, hosts):
+        """After a fault: each of ``hosts`` stops an ACTIVE instance of
+        ``live`` (instance rows), a new build becomes ACTIVE, ``check`` is
+        clean and every daemon still runs."""
+        for host in hosts:
+            inst = next(i for i in live if i['host'] == host
+                        and i['vm_state'] == vm.ACTIVE)
+            assert self.act(inst['uuid'], 'stop', timeout=60)['vm_state'] == (
+                vm.STOPPED)
+        assert self.build('after', timeout=60)['vm_state'] == vm.ACTIVE
+        assert self.violations() == []
+        self.check_alive()
 
     def wait_destroyed(self, inst, timeout):
         """Until the domain of the deleted ``inst`` is gone from its host
