@@ -160,11 +160,14 @@ def _violations(statedb):
 def test_check_flags_addresses_held_wrongly(statedb, ctx):
     _net(statedb)
     _net(statedb, 'same-l2', '10.0.0.0/25')     # same bridge, overlapping
-    kept = _create(statedb, ctx, [{'uuid': 'net-private'}])
+    # fixed addresses: a free pick could be the 10.0.0.5 asked for below
+    kept = _create(statedb, ctx, [{'uuid': 'net-private',
+                                   'fixed_ip': '10.0.0.10'}])
     assert _violations(statedb)[0] == []
     assert _violations(statedb)[1]['addresses'] == 1
     # a delete that did not free (made by hand: the delete frees)
-    gone = _create(statedb, ctx, [{'uuid': 'net-private'}])
+    gone = _create(statedb, ctx, [{'uuid': 'net-private',
+                                   'fixed_ip': '10.0.0.11'}])
     statedb.db.transaction(lambda conn: conn.execute(sa.update(I).where(
         I.c.uuid == gone['uuid']).values(vm_state='hard_deleted')))
     twice = [_create(statedb, ctx, [{'uuid': net, 'fixed_ip': '10.0.0.5'}])
