@@ -15,9 +15,12 @@ import threading
 import time
 import uuid as uuidlib
 
+import sqlalchemy as sa
+
 from common import context
 from common import states
 from common.db import api as db_api
+from common.db import hosts as hosts_db
 from common.states import vm
 from compute_agent import journal as journal_mod
 from compute_agent import reporter as reporter_mod
@@ -59,6 +62,39 @@ def seed(statedb, state_dir, hosts, per_host):
         statedb.db.transaction(
             lambda conn, chunk=chunk: conn.execute(db_api.I.insert(), chunk))
     return len(rows)
+
+
+def place(statedb, hosts, *, vcpus, memory_mb, disk_gb):
+    """Make ``hosts`` known (as a first heartbeat of that capacity would)
+    and give each seeded instance its allocation on its host, the hosts'
+    sums to match: what ``tristate-manage check`` expects of instances
+    placed by the scheduler. Two statements for all the allocations."""
+    for host in hosts:
+        statedb.host_heartbeat(host, vcpus=vcpus, memory_mb=memory_mb,
+                               disk_gb=disk_gb)
+    inst, alloc, host_t = db_api.I, hosts_db.A, hosts_db.H
+    placed = sa.select(
+        inst.c.uuid, inst.c.host, sa.literal('instance'), inst.c.flavor_name,
+        inst.c.vcpus, inst.c.memory_mb, inst.c.disk_gb,
+        sa.literal(db_api.utcnow(), sa.DateTime)).where(
+            inst.c.host.in_(hosts), inst.c.task_id.is_(None))
+
+    def used(column):
+        return sa.select(sa.func.coalesce(sa.func.sum(column), 0)).where(
+            alloc.c.host == host_t.c.name).scalar_subquery()
+
+    def txn(conn):
+        conn.execute(alloc.insert().from_select(
+            ['instance_uuid', 'host', 'purpose', 'flavor_name', 'vcpus',
+             'memory_mb', 'disk_gb', 'created_at'], placed))
+        conn.execute(host_t.update().where(host_t.c.name.in_(hosts)).values(
+            used_vcpus=used(alloc.c.vcpus),
+            used_memory_mb=used(alloc.c.memory_mb),
+            used_disk_gb=used(alloc.c.disk_gb)))
+        conn.execute(host_t.update().where(host_t.c.name.in_(hosts)).values(
+            free_memory_mb=host_t.c.memory_mb * host_t.c.ram_ratio
+            - host_t.c.used_memory_mb))
+    statedb.db.transaction(txn)
 
 
 def reporters(conf, conductor, hosts, journal_dir):
