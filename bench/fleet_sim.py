@@ -237,8 +237,10 @@ class Stage:
                 ', '.join('%.1f %%' % (100 * c / self.window)
                           for c in self.cpu), cores,
                 ', '.join('%.0f' % r for r in self.rss)),
-            '  per conductor core: %s hosts, %s instances' % (
-                _per(self.hosts, cores), _per(self.instances, cores)),
+            '  per conductor core: %s hosts, %s instances; conductor CPU '
+            '%.2f ms a message' % (
+                _per(self.hosts, cores), _per(self.instances, cores),
+                1e3 * sum(self.cpu) / max(len(lat), 1)),
             '  latency send -> stored: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms,'
             ' max %.1f ms; full reports p50 %.1f ms, p99 %.1f ms' % tuple(
                 1e3 * v for v in (
@@ -391,16 +393,20 @@ class Fleet:
     def stage(self, heartbeat, power_sync, depths=None, ready=None):
         """Run the agents at these intervals; the stage's figures.
         ``ready``: called once they are ready, before their first
-        message (the conductors are waited for there)."""
+        message (the conductors are waited for there). A stage of shorter
+        intervals than the first is measured for as many periods (not less
+        than 30 s)."""
         size = self.size
         stage = Stage(size, heartbeat, power_sync)
+        scale = heartbeat / size.heartbeat
+        seconds = max(size.seconds * scale, min(size.seconds, 30.0))
+        warmup = size.warmup * scale
         go = os.path.join(self.path, 'go-%g' % heartbeat)
         procs, outs = self._spawn_agents(
-            self._agents_conf(heartbeat, power_sync), go,
-            size.warmup + size.seconds)
+            self._agents_conf(heartbeat, power_sync), go, warmup + seconds)
         try:
-            begin = self._go(procs, outs, go, ready) + size.warmup
-            self._watch(stage, begin, begin + size.seconds, depths)
+            begin = self._go(procs, outs, go, ready) + warmup
+            self._watch(stage, begin, begin + seconds, depths)
         finally:
             for proc in procs:
                 try:
@@ -408,7 +414,7 @@ class Fleet:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        self._tally(stage, outs, begin, begin + size.seconds)
+        self._tally(stage, outs, begin, begin + seconds)
         stage.down = self._down(heartbeat)
         stage.judge()
         return stage
@@ -553,6 +559,8 @@ def parse(argv=None):
                         help='start a three-node RabbitMQ cluster and a '
                         'PostgreSQL server of its own (else use '
                         'TRISTATE_TEST_RABBIT_URL and TRISTATE_TEST_PG_URL)')
+    parser.add_argument('--path', help='keep the logs and configs here '
+                        '(default: a temporary directory, removed)')
     return parser.parse_args(argv)
 
 
@@ -560,7 +568,9 @@ def main(argv=None):
     args = parse(argv)
     size = Size(**{f.name: getattr(args, f.name)
                    for f in dataclasses.fields(Size)})
-    result = run(size, cluster=args.cluster)
+    if args.path:
+        os.makedirs(args.path, exist_ok=True)
+    result = run(size, cluster=args.cluster, path=args.path)
     print('took %.0f s' % result['seconds'])
     return 0 if result['check'][0] == 0 else 1
 
