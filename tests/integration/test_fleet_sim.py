@@ -20,6 +20,8 @@ see bench/RESULTS.md).
 """
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -51,16 +53,28 @@ def _require_servers():
         pytest.skip(reason)
 
 
-def test_fleet_of_simulated_agents_keeps_up_and_check_is_clean(tmp_path):
+def test_fleet_of_simulated_agents_keeps_up_and_check_is_clean():
     _require_servers()
-    path = tmp_path / 'fleet'
-    path.mkdir()
-    result = fleet_sim.run(SIZE, cluster=FULL, path=str(path))
+    # Not under pytest's tmp_path: on a machine shared by several pytest
+    # runs, another run's clean-up of old base directories removed it
+    # under a full-size run. Kept if the test fails, for its logs.
+    path = tempfile.mkdtemp(prefix='tristate-fleet-')
+    result = fleet_sim.run(SIZE, cluster=FULL, path=path)
+    print('logs and configs in %s (removed if the test passes)' % path)
+    _check(result)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _check(result):
     first = result['stages'][0]
     assert first.broken == [], '\n'.join(first.lines())
-    # Every host was heard from, its full reports stored.
-    assert len(first.full_latency) >= SIZE.agents * SIZE.seconds \
-        / SIZE.power_sync * 0.8, '\n'.join(first.lines())
+    # Every host's full reports were stored, as many as the period gives,
+    # unless the simulated agents themselves fell behind (a machine too
+    # busy to generate the load: printed, see Stage.behind).
+    if not first.behind:
+        assert len(first.full_latency) >= SIZE.agents * SIZE.seconds \
+            / SIZE.power_sync * 0.8, '\n'.join(first.lines())
+    assert first.full_latency, '\n'.join(first.lines())
     assert first.cpu and all(c > 0 for c in first.cpu), first.cpu
     if FULL:
         assert set(result['queue_types'].values()) == {'quorum'}, \
