@@ -222,9 +222,9 @@ def _rebuild_guest(inst, body):
                 "properties are not allowed ('%s' was unexpected: it needs "
                 "microversion %s or later)" % (field, field, since))
     if 'key_name' in body:
-        found = ({'key_name': None, 'key_data': None}
-                 if body['key_name'] is None
-                 else guest.key_pair(body['key_name'], where='rebuild'))
+        found.update({'key_name': None, 'key_data': None}
+                     if body['key_name'] is None
+                     else guest.key_pair(body['key_name'], where='rebuild'))
     if 'user_data' in body:
         found['user_data'] = (None if body['user_data'] is None else
                               guest.user_data(body['user_data'],
