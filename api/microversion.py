@@ -21,6 +21,8 @@ meaning the bodies Tristate serves change (docs/operator-guide.md):
   ``server_groups`` (not in /servers/detail), 2.73 ``locked_reason``, 2.90
   ``OS-EXT-SRV-ATTR:hostname`` for everyone, 2.96
   ``pinned_availability_zone``, 2.100 ``scheduler_hints``: server keys.
+* 2.90, 2.94: ``hostname`` on create, update and rebuild, then as an
+  FQDN (api/diskhost.py).
 * 2.28: a hypervisor's ``cpu_info`` is an object.
 * 2.36, 2.57: quota sets lose the network keys, then the injected files;
   from 2.36 ``GET /os-networks`` is 404, as Nova's proxy APIs (below it,

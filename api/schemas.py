@@ -86,10 +86,10 @@ def _object(required=(), **properties):
             'required': list(required), 'additionalProperties': False}
 
 
-# Nova's fields of POST /servers checked by the route: those Tristate does
-# not act on yet it refuses (api/routes/servers.py, refuse_unbuilt) with a
-# 400 naming the issue that builds each; key_name, user_data and
-# config_drive are api/guest.py's.
+# Nova's fields of POST /servers checked by the route: networks and
+# security_groups by api/routes/networks.py; key_name, user_data and
+# config_drive by api/guest.py; hostname (its schema depends on the
+# microversion) and OS-DCF:diskConfig by api/diskhost.py.
 _IGNORED_CREATE = ('networks', 'security_groups', 'key_name',
                    'user_data', 'config_drive',
                    'OS-DCF:diskConfig', 'hostname')
@@ -173,11 +173,11 @@ CREATE_SERVER = _object(
        'OS-SCH-HNT:scheduler_hints': SCHEDULER_HINTS})
 
 # PUT /servers/{id}: the name, (from 2.19, the route checks) the
-# description and the access addresses; an AUTO disk config is refused by
-# the route.
+# description, the access addresses, and (api/diskhost.py checks them) the
+# disk config and (from 2.90) the hostname.
 UPDATE_SERVER = _object(
     ['server'],
-    server=_object(name=NAME, description=DESCRIPTION,
+    server=_object(name=NAME, description=DESCRIPTION, hostname=ANYTHING,
                    **{'OS-DCF:diskConfig': ANYTHING}, **ACCESS_IPS))
 
 REBOOT = _object(['type'], type={'enum': ['SOFT', 'Soft', 'soft', 'HARD',
@@ -192,7 +192,7 @@ REBUILD = _object(['imageRef'], imageRef=IMAGE_REF, name=NAME,
                   adminPass=ADMIN_PASS,
                   key_name=ANYTHING, user_data=ANYTHING,
                   preserve_ephemeral={'type': 'boolean'},
-                  **{'OS-DCF:diskConfig': {'enum': ['MANUAL']}},
+                  hostname=ANYTHING, **{'OS-DCF:diskConfig': ANYTHING},
                   **ACCESS_IPS)
 # lock: ``locked_reason`` from 2.73 (the route checks the microversion).
 LOCK = {'type': ['null', 'object'],

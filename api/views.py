@@ -122,7 +122,13 @@ def created_server(inst, links):
     security groups are not built. A client reads the rest with
     ``GET /servers/{id}``."""
     return {'id': inst['uuid'], 'links': links.links('servers', inst['uuid']),
-            'OS-DCF:diskConfig': 'MANUAL'}
+            'OS-DCF:diskConfig': disk_config(inst)}
+
+
+def disk_config(inst):
+    """Nova's ``OS-DCF:diskConfig``: AUTO or MANUAL (a server made
+    before Tristate kept it: MANUAL, what it did)."""
+    return 'AUTO' if inst.get('auto_disk_config') else 'MANUAL'
 
 
 def server_summary(inst, links):
@@ -253,7 +259,7 @@ def server(inst, *, version, links, host_up=True, fault=None,
         'accessIPv4': inst.get('access_ip_v4') or '',
         'accessIPv6': inst.get('access_ip_v6') or '',
         'metadata': server_metadata(inst, version),
-        'OS-DCF:diskConfig': 'MANUAL',
+        'OS-DCF:diskConfig': disk_config(inst),
     })
     if shown_status in _PROGRESS_STATUSES:
         body['progress'] = inst.get('progress_percent') or 0
@@ -326,9 +332,7 @@ def _extended_value(inst, key):
 
 def _hostname(inst):
     """Nova's hostname of a server (common/hostnames.py)."""
-    if inst.get('hostname'):
-        return inst['hostname']
-    return hostnames.of(inst['name'], inst['uuid'])
+    return hostnames.of_instance(inst)
 
 
 def _add_tristate(body, inst, host_up):

@@ -97,7 +97,7 @@ def _locking_name(changes):
     if 'lock' in changes:
         return 'lock' if changes['lock']['locked'] else 'unlock'
     if set(changes) <= {'name', 'description', 'tags', 'access_ip_v4',
-                        'access_ip_v6'}:
+                        'access_ip_v6', 'hostname', 'auto_disk_config'}:
         # Nova locks neither PUT /servers/{id} nor the tags
         return 'tags' if set(changes) == {'tags'} else 'rename'
     return 'update'
@@ -108,7 +108,8 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'launch_index': int, 'availability_zone': str,
                       'key_name': str, 'key_data': str, 'user_data': str,
                       'config_drive': bool, 'access_ip_v4': str,
-                      'access_ip_v6': str, 'server_group': str}
+                      'access_ip_v6': str, 'server_group': str,
+                      'hostname': str, 'auto_disk_config': bool}
 # What a rebuild may change of the guest's access (RPC 1.10; config_drive
 # 1.17: true when an adminPass needs one).
 GUEST_KEYS = ('key_name', 'key_data', 'user_data', 'config_drive')
@@ -126,7 +127,7 @@ def guest_params(inst, zone_of):
     params['config_drive'] = bool(inst.get('config_drive'))
     if params['config_drive']:
         params['config_drive_meta'] = {
-            'hostname': hostnames.of(inst['name'], inst['uuid']),
+            'hostname': hostnames.of_instance(inst),
             'metadata': dict(inst.get('metadata') or {}),
             'launch_index': inst.get('launch_index') or 0,
             'availability_zone': zone_of()}

@@ -84,6 +84,11 @@ Version history:
   refused (503) and none is generated. run_action of ``rescue`` takes
   ``password_required`` (the user gave the password: the rescue fails,
   undone, when it cannot be set); below 1.17 it is not sent.
+* 1.20 - create_instance's ``attributes`` and update_attributes'
+  ``changes`` take ``hostname`` (Nova's 2.90 hostname, an FQDN from 2.94)
+  and ``auto_disk_config`` (Nova's OS-DCF:diskConfig, true for AUTO); a
+  conductor before 1.20 refuses the keys, so they are not sent below it
+  (a MANUAL disk config, what every conductor does, is then left out).
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -95,11 +100,13 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.17'
+VERSION = '1.20'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
                           'config_drive'})
+# create_instance's attributes and update_attributes' changes of 1.20.
+HOSTNAME_DISK = frozenset({'hostname', 'auto_disk_config'})
 
 
 def _version(text):
@@ -207,6 +214,16 @@ class ConductorAPI:
         if attributes.get('server_group') is not None:      # 1.14
             self._need('1.14', 'a server group (scheduler hint group)')
             _at_least(kwargs, '1.14')
+        if HOSTNAME_DISK & set(attributes):                  # 1.20
+            _at_least(kwargs, self._hostname_disk(attributes, '1.8'))
+
+    def _hostname_disk(self, values, version):
+        """1.20 when ``values`` set a hostname or a disk config, else
+        ``version``."""
+        if HOSTNAME_DISK & set(values):
+            self._need('1.20', 'a server\'s hostname or OS-DCF:diskConfig')
+            return '1.20'
+        return version
 
     def _access_ips(self, values, version):
         """1.12 when ``values`` set accessIPv4/accessIPv6, else
@@ -308,7 +325,10 @@ class ConductorAPI:
         or lock (see common/db/attributes.py for ``changes``)."""
         self._need('1.8', 'changing a server\'s metadata, tags or lock')
         return self._call(ctx, 'update_attributes',
-                          version=self._access_ips(changes, '1.8'),
+                          version=max(
+                              self._access_ips(changes, '1.8'),
+                              self._hostname_disk(changes, '1.8'),
+                              key=_version),
                           instance_uuid=instance_uuid, changes=changes)
 
     def get_diagnostics(self, ctx, instance_uuid):

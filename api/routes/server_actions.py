@@ -6,6 +6,7 @@ import time
 import flask
 
 from api import actions
+from api import diskhost
 from api import evacuate
 from api import microversion
 from api import guest
@@ -92,15 +93,15 @@ def action(server_id):
     if spec.kind == actions.EVACUATE:
         return evacuate.action(inst, body)
     table.refuse_if_locked(inst, ctx, name)
-    if name == 'rebuild':
-        changes = _rebuild_changes(inst, body)
-        params = dict(params, **_rebuild_guest(inst, body))
+    params, changes = _with_changes(inst, name, params, body)
     if spec.kind == actions.RESET:
         after = client.reset_state(ctx, server_id, params['state'])
     else:
-        params, after = _run_task(client, ctx, inst, name, params)
-    if name == 'rebuild' and changes:
-        after = _rebuild_attributes(inst, changes, after)
+        early = {k: changes.pop(k) for k in diskhost.BEFORE_REBUILD
+                 if name == 'rebuild' and k in changes}
+        params, after = _run_task(client, ctx, inst, name, params, early)
+        if changes or early:
+            after = _rebuild_attributes(inst, changes, after)
     started = after.get('started_task_id') or after.get('task_id')
     if started and (name == 'set_password' or params.get(
             'password_required')):
@@ -111,9 +112,24 @@ def action(server_id):
     return resp
 
 
-def _run_task(client, ctx, inst, name, params):
-    """(params as sent, the conductor's answer) of a task action."""
+def _with_changes(inst, name, params, body):
+    """(the task's parameters, the server's attributes it changes): a
+    rebuild's, a resize's disk config, checked before the claim."""
+    if name == 'rebuild':
+        changes = _rebuild_changes(inst, body)
+        return dict(params, **_rebuild_guest(inst, body)), changes
+    if name == 'resize':
+        return params, diskhost.of_resize(body)
+    return params, {}
+
+
+def _run_task(client, ctx, inst, name, params, early=None):
+    """(params as sent, the conductor's answer) of a task action.
+    ``early``: changes the task must find made (a rebuild's hostname goes
+    into its config drive), made once the table allows the task."""
     params = _checked_task(client, inst, name, params)
+    if early:
+        client.update_attributes(ctx, inst['uuid'], early)
     conf = request.services().conf
     with snapshotimage.queued(conf, ctx, inst, name, params) as params:
         return params, client.run_action(ctx, inst['uuid'], name, params)
@@ -183,8 +199,10 @@ def _rebuild_changes(inst, body):
             'Quota exceeded for metadata_items: Requested %d, but the limit '
             'is %d. Maximum number of metadata items exceeds %d'
             % (len(user), limit, limit))
+    disk_host = diskhost.of_rebuild(body, lambda: request.boot_image(
+        actions.ref(body['imageRef'])))
     return dict({k: body[k] for k in ('name', 'description', 'metadata')
-                 if k in body}, **schemas.access_ips(body))
+                 if k in body}, **schemas.access_ips(body), **disk_host)
 
 
 def _rebuild_guest(inst, body):
@@ -204,9 +222,9 @@ def _rebuild_guest(inst, body):
                 "properties are not allowed ('%s' was unexpected: it needs "
                 "microversion %s or later)" % (field, field, since))
     if 'key_name' in body:
-        found = ({'key_name': None, 'key_data': None}
-                 if body['key_name'] is None
-                 else guest.key_pair(body['key_name'], where='rebuild'))
+        found.update({'key_name': None, 'key_data': None}
+                     if body['key_name'] is None
+                     else guest.key_pair(body['key_name'], where='rebuild'))
     if 'user_data' in body:
         found['user_data'] = (None if body['user_data'] is None else
                               guest.user_data(body['user_data'],
@@ -215,7 +233,8 @@ def _rebuild_guest(inst, body):
 
 
 def _rebuild_attributes(inst, changes, after):
-    """The claimed rebuild's new name, description and metadata."""
+    """The claimed rebuild's new name, description, metadata, access
+    addresses, hostname and disk config (a resize's disk config)."""
     if 'metadata' in changes:
         server_attrs.write_metadata(
             inst['uuid'], changes.pop('metadata'), replace=True,
@@ -227,7 +246,8 @@ def _rebuild_attributes(inst, changes, after):
                                                    inst['uuid'])
     return dict(after, **{k: fresh.get(k) for k in (
         'name', 'description', 'metadata', 'user_shutdown_policy',
-        'crash_policy', 'updated_at', 'access_ip_v4', 'access_ip_v6')})
+        'crash_policy', 'updated_at', 'access_ip_v4', 'access_ip_v6',
+        'hostname', 'auto_disk_config')})
 
 
 def _checked_task(client, inst, name, params):

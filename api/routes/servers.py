@@ -2,7 +2,6 @@
 delete."""
 
 import datetime
-import json
 from urllib import parse as urlparse
 
 import flask
@@ -10,6 +9,7 @@ from oslo_utils import strutils
 from oslo_utils import timeutils
 
 from api import actions
+from api import diskhost
 from api import guest
 from api import microversion
 from api import multicreate
@@ -310,10 +310,9 @@ def show(server_id):
 def update(server_id):
     """Rename: Nova's ``PUT /servers/{id}``, answered with the server."""
     body = request.json_body(schemas.UPDATE_SERVER)['server']
-    refuse_unbuilt(body, {'OS-DCF:diskConfig': _UNBUILT['OS-DCF:diskConfig']})
     _attributes({k: v for k, v in body.items() if k == 'description'})
+    changes = dict(schemas.access_ips(body), **diskhost.of_update(body))
     inst = request.get_server(server_id, rule='tristate:servers:update')
-    changes = schemas.access_ips(body)
     if 'description' in body or changes:
         changes.update({k: body[k] for k in ('name', 'description')
                         if k in body})
@@ -366,30 +365,10 @@ def _check_root_disk(body, image_ref):
                 'that image only' % (mapping['uuid'], image_ref))
 
 
-# Nova's create fields that nothing here acts on yet, with the issue that
-# builds each: refused, never accepted and ignored. (A MANUAL
-# ``OS-DCF:diskConfig`` is what Tristate does; ``networks`` and
-# ``security_groups`` are checked by api/routes/networks.py, ``key_name``,
-# ``user_data`` and ``config_drive`` by api/guest.py; accessIPv4/v6 are
-# kept and shown.)
-_UNBUILT = {'hostname': 'guest access (issue 24)',
-            'OS-DCF:diskConfig': 'an AUTO disk config'}
-_BUILT_VALUES = {'OS-DCF:diskConfig': ('MANUAL',)}
-
-
-def refuse_unbuilt(body, fields=_UNBUILT, where='server'):
-    """A 400 naming the first field of ``body`` nothing acts on yet."""
-    for field, issue in fields.items():
-        if field not in body or body[field] is None:
-            continue
-        value = body[field]
-        if isinstance(value, (str, bool)) and value in _BUILT_VALUES.get(
-                field, ()):
-            continue
-        raise exception.Invalid(
-            'Invalid input for field/attribute %s.%s. Value: %s. Not '
-            'supported yet: Tristate does not act on it until %s is built'
-            % (where, field, json.dumps(value)[:100], issue))
+# Of Nova's create fields, ``networks`` and ``security_groups`` are
+# checked by api/routes/networks.py, ``key_name``, ``user_data`` and
+# ``config_drive`` by api/guest.py, ``hostname`` and ``OS-DCF:diskConfig``
+# by api/diskhost.py; accessIPv4/v6 are kept and shown.
 
 
 # Fields of POST /servers from the microversion Nova adds them.
@@ -426,14 +405,14 @@ def create():
     flavor, image_ref = actions.ref(body['flavorRef']), actions.ref(
         body['imageRef'])
     _check_root_disk(body, image_ref)
-    refuse_unbuilt(body)
     networks_api.security_groups_refused(body)
     low, high = multicreate.counts(body)
     zone, force_host = availability_zones.requested(
         body.get('availability_zone'))
     networks = networks_api.requested(body, high)
-    request.boot_image(image_ref, flavor)
+    image = request.boot_image(image_ref, flavor)
     attributes = dict(_attributes(body), **guest.attributes(body),
+                      **diskhost.of_create(body, image, high),
                       boot_reservation_id=multicreate.reservation_id())
     password = guest.admin_password(body, attributes)
     if zone is not None:

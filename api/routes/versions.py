@@ -22,7 +22,7 @@ _UPDATED = '2014-12-03T00:00:00Z'
 _NAMESPACE = 'http://docs.openstack.org/compute/ext/fake_xml'
 # Tristate's description of each legacy extension whose feature it serves.
 SERVED = {
-    'OS-DCF': 'A server\'s OS-DCF:diskConfig (MANUAL only).',
+    'OS-DCF': 'A server\'s OS-DCF:diskConfig (AUTO or MANUAL).',
     'OS-EXT-AZ': 'A server\'s availability zone.',
     'OS-EXT-IMG-SIZE': 'An image\'s size in the image proxy.',
     'OS-EXT-SRV-ATTR': 'Where a server runs (admins).',

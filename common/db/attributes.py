@@ -1,5 +1,6 @@
 """What the user says of a server, none of it a state (issue 22): its
-name and description, user metadata, tags, lock and access addresses.
+name and description, user metadata, tags, lock, access addresses,
+hostname and disk config.
 
 One method, :meth:`AttributesMixin.update_attributes`, changes any of them
 in one transaction on the row read ``FOR UPDATE``: two requests that each
@@ -11,6 +12,7 @@ runs beside any task, as a rename does.
 
     {'name': str, 'description': str | None,
      'access_ip_v4': str | None, 'access_ip_v6': str | None,
+     'hostname': str | None, 'auto_disk_config': bool,
      'metadata': {'replace': bool, 'set': {key: value}, 'delete': [key]},
      'tags': {'replace': bool, 'add': [tag], 'delete': [tag]},
      'lock': {'locked': bool, 'by': 'owner' | 'admin', 'reason': str|None}}
@@ -31,9 +33,11 @@ I = models.Instance.__table__          # noqa: E741 (the table, read as "I")
 MAX_TAGS = 50                          # Nova's per-server limit
 _KINDS = {'name': str, 'description': (str, type(None)), 'metadata': dict,
           'tags': dict, 'lock': dict, 'access_ip_v4': (str, type(None)),
-          'access_ip_v6': (str, type(None))}
+          'access_ip_v6': (str, type(None)), 'hostname': (str, type(None)),
+          'auto_disk_config': bool}
 # Columns a change sets as they come (validated by the API tier).
-_AS_GIVEN = ('name', 'description', 'access_ip_v4', 'access_ip_v6')
+_AS_GIVEN = ('name', 'description', 'access_ip_v4', 'access_ip_v6',
+             'hostname', 'auto_disk_config')
 
 
 def validate(changes):

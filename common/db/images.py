@@ -136,7 +136,8 @@ def _get(conn, ctx, image_id, lock=False):
 # (the create path is hot: no statement compiled per request).
 _FOR_BOOT = prepared.Prepared(sa.select(
     I.c.id, I.c.status, I.c.visibility, I.c.owner, I.c.disk_format,
-    I.c.min_disk, I.c.min_ram, I.c.size, I.c.virtual_size).where(
+    I.c.min_disk, I.c.min_ram, I.c.size, I.c.virtual_size,
+    I.c.properties).where(
         I.c.id == bind('id', I.c.id.type), I.c.status != DELETED))
 _MEMBERSHIP = prepared.Prepared(sa.select(M.c.status).where(
     M.c.image_id == bind('id', M.c.image_id.type),
@@ -145,7 +146,7 @@ _MEMBERSHIP = prepared.Prepared(sa.select(M.c.status).where(
 
 def get_for_boot(statedb, ctx, image_id):
     """What a boot checks of the image (id, status, visibility, owner,
-    disk_format, min_disk, min_ram, size, virtual_size) if ``ctx`` sees it
+    disk_format, min_disk, min_ram, size, virtual_size, properties) if ``ctx`` sees it
     (:func:`can_see`), else :class:`~common.exception.ImageNotFound`."""
     def txn(conn):
         image = _FOR_BOOT.one(conn, id=image_id)

@@ -125,6 +125,13 @@ class Instance(Base):
     # back; nothing acts on them (as in Nova).
     access_ip_v4: Mapped[str | None] = mapped_column(String(39))
     access_ip_v6: Mapped[str | None] = mapped_column(String(39))
+    # Nova's hostname given on create, update or rebuild (2.90; an FQDN
+    # from 2.94): shown as OS-EXT-SRV-ATTR:hostname and written into the
+    # config drive; None: derived from the name (common/hostnames.py).
+    hostname: Mapped[str | None] = mapped_column(_name)
+    # Nova's OS-DCF:diskConfig: True AUTO, False (or None: made before it
+    # was kept) MANUAL. What each means on Tristate: the operator guide.
+    auto_disk_config: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class Host(Base):

@@ -152,3 +152,29 @@ def test_a_client_capped_at_1_8_refuses_named_networks(conf, make_plane, ctx):
     with pytest.raises(exception.ServiceUnavailable, match='1.9'):
         capped.create_instance(ctx, name='vm2', flavor='tiny',
                                image_ref='cirros', networks='none')
+
+
+def test_a_client_capped_below_1_20_never_sends_a_hostname_or_disk_config(
+        conf, make_plane, ctx):
+    """A hostname or a disk config (1.20) given to a client capped below
+    it is a 503 naming the version, never sent to a conductor that would
+    refuse the keys; uncapped, both are stored."""
+    set_opts(conf, 'upgrade_levels', conductor='1.17')
+    plane = make_plane(hosts=1)
+    capped = conductor_rpcapi.ConductorAPI(plane.bus, conf)
+    inst = capped.create_instance(ctx, name='vm', flavor='tiny',
+                                  image_ref='cirros',
+                                  attributes={'description': 'd'})
+    for call in (
+            lambda: capped.create_instance(
+                ctx, name='vm-2', flavor='tiny', image_ref='cirros',
+                attributes={'hostname': 'web-01'}),
+            lambda: capped.update_attributes(ctx, inst['uuid'],
+                                             {'auto_disk_config': True})):
+        with pytest.raises(exception.ServiceUnavailable, match='1.20'):
+            call()
+    set_opts(conf, 'upgrade_levels', conductor=None)
+    uncapped = conductor_rpcapi.ConductorAPI(plane.bus, conf)
+    after = uncapped.update_attributes(ctx, inst['uuid'], {
+        'hostname': 'web-01', 'auto_disk_config': True})
+    assert (after['hostname'], after['auto_disk_config']) == ('web-01', True)

@@ -15,8 +15,10 @@ built later (issue 23: tests/functional/test_networks.py), zones (issue 25:
 tests/functional/test_api_aggregates_zones.py), the key pair, the user
 data and the config drive (issue 24: tests/functional/
 test_api_guest_access.py), and ``accessIPv4``/``accessIPv6`` are stored and
-shown (tests/functional/test_access_ips_clients.py); security groups other
-than ``default`` are still refused.
+shown (tests/functional/test_access_ips_clients.py), and so are the
+hostname (2.90) and an AUTO disk config (tests/functional/
+test_api_hostname_disk_config.py); security groups other than ``default``
+are still refused.
 """
 
 import pytest
@@ -41,9 +43,7 @@ def _count(api):
 
 
 @pytest.mark.parametrize('field, value', [
-    ('security_groups', [{'name': 'web'}]),
-    ('hostname', 'guest'),
-    ('OS-DCF:diskConfig', 'AUTO')])
+    ('security_groups', [{'name': 'web'}])])
 def test_a_field_nothing_acts_on_is_refused(api, field, value):
     before = _count(api)
     resp = _create(api, **{field: value})
@@ -56,7 +56,8 @@ def test_a_field_nothing_acts_on_is_refused(api, field, value):
 @pytest.mark.parametrize('field, value', [
     ('networks', 'auto'), ('networks', 'none'), ('config_drive', False),
     ('security_groups', [{'name': 'default'}]),
-    ('OS-DCF:diskConfig', 'MANUAL'), ('availability_zone', 'nova')])
+    ('OS-DCF:diskConfig', 'MANUAL'), ('OS-DCF:diskConfig', 'AUTO'),
+    ('availability_zone', 'nova')])
 def test_what_tristate_does_is_accepted(api, field, value):
     resp = _create(api, **{field: value})
     assert resp.status_code == 202, resp.get_json()
