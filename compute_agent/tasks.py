@@ -91,17 +91,33 @@ def _ports(method, params):
     return {'ports': list(params['ports'] or ())}
 
 
+def _numa(method, inst):
+    """``{'numa_cells': [...]}`` for a guest with NUMA cells
+    (:mod:`common.numa`); a driver that cannot make them fails the task
+    rather than build the guest without them."""
+    cells = inst.get('numa_cells')
+    if not cells:
+        return {}
+    if not takes(method, 'numa_cells'):
+        raise VirtError('this host\'s driver cannot give a guest NUMA cells '
+                        '(hw:numa_nodes > 1)')
+    return {'numa_cells': list(cells)}
+
+
 def _build(agent, inst, params):
     uuid = inst['uuid']
+    # an unshelve builds from the shelve's snapshot (params['image_ref'])
+    image_ref = params.get('image_ref') or inst['image_ref']
     # Networks and disks are attached within spawn (states._BUILD_STEPS).
     agent.progress(inst, step=states.step.SPAWNING)
     drive = _config_drive(agent, inst, params, agent.driver.spawn)
     try:
-        with _image(agent, params, inst['image_ref'],
+        with _image(agent, params, image_ref,
                     agent.driver.spawn) as extra:
             extra.update(_ports(agent.driver.spawn, params))
+            extra.update(_numa(agent.driver.spawn, inst))
             agent.driver.spawn(
-                uuid, name=inst['name'], image_ref=inst['image_ref'],
+                uuid, name=inst['name'], image_ref=image_ref,
                 flavor=Flavor(inst['flavor_name'], inst['vcpus'],
                               inst['memory_mb'], inst['disk_gb']),
                 **drive, **extra)

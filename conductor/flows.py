@@ -14,6 +14,7 @@ from common import actions
 from common import exception
 from common import flavors
 from common import hostnames
+from common import numa
 from common import rpc
 from common import states
 from common.db import attributes as attributes_db
@@ -213,6 +214,18 @@ def _refuse_attribute_state(inst, changes):
                 task_id=inst.get('task_id') if busy else None)
 
 
+def _refuse_numa_move(inst, action, new_cells=None):
+    """A resize or cold migration of a guest with NUMA cells (or to a
+    flavor with them) is refused: the cold move's domain on its new host
+    is made from the flavor alone, without the cells."""
+    if inst.get('numa_cells') or new_cells:
+        raise exception.Invalid(
+            reason='instance %s: %s of a server whose flavor has guest NUMA '
+                   'cells (hw:numa_nodes > 1) is not supported yet'
+                   % (inst['uuid'], 'cold migration' if action == 'migrate'
+                      else 'resize'))
+
+
 class Flows:
     def __init__(self, *, gateway, scheduler, compute, conf):
         self.gateway = gateway
@@ -247,7 +260,10 @@ class Flows:
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
-        chosen = flavors.get(self.conf, self.db, flavor, ctx)
+        row = flavors.get_row(self.conf, self.db, flavor, ctx)
+        chosen = flavors.of_row(row)
+        cells = numa.cells_of(row['extra_specs'], chosen.vcpus,
+                              chosen.memory_mb)
         validate_policies(policies)
         values = {
             'name': name, 'project_id': ctx.project_id or '',
@@ -259,6 +275,8 @@ class Flows:
             'crash_policy': policies.get('crash',
                                          self.conf.conductor.default_crash),
         }
+        if cells:
+            values['numa_cells'] = cells
         group = attributes.pop('server_group', None)
         values.update(attributes)
         if self.conf.compute.force_config_drive:
@@ -399,11 +417,16 @@ class Flows:
         flavor: one ``ctx`` may use, as for a build)."""
         prepared = dict(params)
         if action == 'resize':
-            new = flavors.get(self.conf, self.db, params['flavor'], ctx)
+            row = flavors.get_row(self.conf, self.db, params['flavor'], ctx)
+            new = flavors.of_row(row)
             if new.name == inst['flavor_name']:
                 raise exception.Invalid(reason='instance %s already has '
                                         'flavor %s' % (inst['uuid'], new.name))
+            _refuse_numa_move(inst, action, numa.cells_of(
+                row['extra_specs'], new.vcpus, new.memory_mb))
             prepared['flavor'] = new.to_dict()
+        if action == 'migrate':
+            _refuse_numa_move(inst, action)
         if action in ('rebuild', 'rescue'):
             prepared.setdefault('image_ref', inst['image_ref'])
         if action == 'rebuild':

@@ -59,7 +59,8 @@ TABLE = actions.TABLE
 
 # Columns a finishing task may set besides the states (resize, rebuild, ...).
 FINISH_COLUMNS = frozenset({'host', 'flavor_name', 'vcpus', 'memory_mb',
-                            'disk_gb', 'image_ref', 'launched_at'})
+                            'disk_gb', 'image_ref', 'launched_at',
+                            'shelved_at', 'shelved_image_id'})
 CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'vcpus', 'memory_mb', 'disk_gb', 'image_ref',
                             'user_shutdown_policy', 'crash_policy',
@@ -67,7 +68,7 @@ CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'boot_reservation_id', 'launch_index',
                             'availability_zone', 'key_name', 'key_data',
                             'user_data', 'config_drive', 'access_ip_v4',
-                            'access_ip_v6'})
+                            'access_ip_v6', 'numa_cells'})
 # Claims checked against the project's quota (the others hold what they held).
 QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,

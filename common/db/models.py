@@ -125,6 +125,12 @@ class Instance(Base):
     # back; nothing acts on them (as in Nova).
     access_ip_v4: Mapped[str | None] = mapped_column(String(39))
     access_ip_v6: Mapped[str | None] = mapped_column(String(39))
+    # The guest's NUMA cells (common/numa.py), null for one cell; shelving:
+    # when it was shelved (the offload sweep's clock) and the snapshot it
+    # is unshelved from (migration 0021).
+    numa_cells: Mapped[list | None] = mapped_column(JSON)
+    shelved_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    shelved_image_id: Mapped[str | None] = mapped_column(String(36))
 
 
 class Host(Base):

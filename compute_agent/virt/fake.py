@@ -378,9 +378,11 @@ class FakeDriver(driver.ComputeDriver):
                     'ports') or ()]}
 
     def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None,
-              ports=()):
+              ports=(), numa_cells=None):
         rec = _new_record(uuid, name, flavor, image_ref)
         rec['ports'] = net_ports.checked(ports)
+        # the guest's NUMA cells, as a libvirt domain's <cpu><numa> says
+        rec['numa_cells'] = list(numa_cells or ())
         # the config drive's path, as a libvirt domain's CD-ROM would hold it
         rec['config_drive'] = config_drive
         self._run('spawn', uuid, new=rec)
