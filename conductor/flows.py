@@ -22,6 +22,7 @@ from conductor import delivery
 from conductor import gateway as gw
 from conductor import images
 from conductor import migrate
+from conductor import shelve
 
 LOG = logging.getLogger(__name__)
 TABLE = actions.TABLE
@@ -49,6 +50,10 @@ PARAMS = {
                'backup_type': (str, False), 'image_id': (str, False),
                'metadata': (dict, False)},
     'set_password': {'password': (str, True)},
+    # RPC 1.21: Nova's unshelve to a zone (2.77; null: unpinned) or a host
+    # (2.91, admins)
+    'unshelve': {'availability_zone': ((str, type(None)), False),
+                 'host': (str, False)},
 }
 
 
@@ -114,7 +119,7 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
 # 1.17: true when an adminPass needs one).
 GUEST_KEYS = ('key_name', 'key_data', 'user_data', 'config_drive')
 # Tasks that make the guest's disks, and so its config drive.
-GUEST_TASKS = ('build', 'rebuild')
+GUEST_TASKS = ('build', 'rebuild', 'unshelve')
 
 
 def guest_params(inst, zone_of):
@@ -238,6 +243,7 @@ class Flows:
         self.images = images.ImageAccess(conf, self.db)
         self.cold = migrate.ColdMoves(db=self.db, scheduler=scheduler,
                                       compute=compute, conf=conf)
+        self.shelving = shelve.Shelving(self)
 
     # --- create and build -----------------------------------------------------
 
@@ -376,6 +382,8 @@ class Flows:
         TABLE.refuse_if_denied(inst, action)
         if action == 'migrate' and not self.cold.can_move():
             raise exception.Invalid(reason=self.cold.no_transfer())
+        if action in shelve.ACTIONS:
+            prepared = self.shelving.prepare(ctx, inst, action, prepared)
         if action in images.WRITES:
             prepared['image_id'] = self.images.prepare_snapshot(
                 ctx, inst, action, prepared)
@@ -388,18 +396,24 @@ class Flows:
                 self.images.forget_snapshot(prepared['image_id'])
             raise
         with self._unsent_fails(task_ctx, inst, action):
-            inst = self._new_guest_access(task_ctx, inst, action, prepared)
-            if inst['task_state'] == states.task.BUILDING:
-                # rebuild of a buried instance: the build runs again
-                self._rebuild_buried(task_ctx, inst, action, prepared)
-            elif self._allocate(task_ctx, inst, action, prepared):
-                host = self._cold_end(task_ctx, inst, action, prepared)
-                self.send(task_ctx, host, dict(inst, host=host), action,
-                          prepared)
+            self._start(task_ctx, inst, action, prepared)
         after = self._started(inst, task_ctx)
         if 'image_id' in prepared:
             after['image_id'] = prepared['image_id']
         return after
+
+    def _start(self, task_ctx, inst, action, prepared):
+        """The claimed task's conductor part, then its send."""
+        inst = self._new_guest_access(task_ctx, inst, action, prepared)
+        if inst['task_state'] == states.task.BUILDING:
+            # rebuild of a buried instance: the build runs again
+            self._rebuild_buried(task_ctx, inst, action, prepared)
+        elif action in shelve.ACTIONS:
+            self.shelving.start(task_ctx, inst, action, prepared)
+        elif self._allocate(task_ctx, inst, action, prepared):
+            host = self._cold_end(task_ctx, inst, action, prepared)
+            self.send(task_ctx, host, dict(inst, host=host), action,
+                      prepared)
 
     def _new_guest_access(self, task_ctx, inst, action, prepared):
         """A claimed rebuild's new key pair or user data, stored on the
@@ -604,6 +618,8 @@ class Flows:
         each of their reports, as for any hard-deleted instance)."""
         after = self.gateway.hard_delete(ctx, instance_uuid)
         self.destroy_everywhere(ctx, after, after.pop('doomed_hosts', ()))
+        self.shelving.forget_snapshot(after.get('shelved_image_id'),
+                                      instance_uuid)
         return after
 
     def reset_state(self, ctx, instance_uuid, state):

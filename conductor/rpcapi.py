@@ -84,6 +84,10 @@ Version history:
   refused (503) and none is generated. run_action of ``rescue`` takes
   ``password_required`` (the user gave the password: the rescue fails,
   undone, when it cannot be set); below 1.17 it is not sent.
+* 1.21 - run_action takes ``shelve``, ``shelve_offload`` and ``unshelve``
+  (API tier: Nova's shelving, issue 22; ``unshelve`` with
+  ``availability_zone`` and ``host``), refused below 1.21 rather than sent
+  to a conductor that does not know them.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -95,7 +99,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.17'
+VERSION = '1.21'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -252,6 +256,9 @@ class ConductorAPI:
         if action in ('evacuate', 'evacuate_stopped'):
             self._need('1.15', 'evacuation')
             version = '1.15'
+        if action in ('shelve', 'shelve_offload', 'unshelve'):
+            self._need('1.21', 'shelving')
+            version = '1.21'
         if action == 'rebuild' and 'admin_pass' in params:
             # 1.17: a rebuild's admin password
             self._need('1.17', 'a rebuild with an admin password')

@@ -48,6 +48,7 @@ from common.db import power as power_db
 from common.db import prepared
 from common.db import quotas
 from common.db import server_groups as groups_db
+from common.db import shelving
 from common.db.prepared import bind
 from common.states import vm
 
@@ -235,7 +236,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               aggregates.AggregatesMixin, moves.MovesMixin,
               networks_db.NetworksMixin, keypairs_db.KeyPairsMixin,
               groups_db.ServerGroupsMixin,
-              evacuations.EvacuationsMixin):
+              evacuations.EvacuationsMixin, shelving.ShelvingMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -537,6 +538,9 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         own get doomed marks (the copy a cold move left there)."""
         if op.get('end_moves'):
             self._end_moves(conn, instance_uuid)
+        if op.get('unplace'):       # a failed unshelve: on no host again
+            conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid).values(host=None))
         if 'free' in op:
             freed = self._free_allocations(conn, instance_uuid, **op['free'])
             if op.get('doom'):
