@@ -262,11 +262,14 @@ class Results:
         return self._built_or_moved(conn, inst, action, values)
 
     def _built_or_moved(self, conn, inst, action, values):
+        image = ({'image_ref': values['image_ref']}
+                 if action == 'rebuild' and values.get('image_ref') else {})
         if action in ('build', 'rebuild') and inst['vm_state'] in (
                 states.vm.INITIALIZED, states.vm.PENDING):
-            return {'launched_at': self.db.clock()}
-        if action == 'rebuild' and values.get('image_ref'):
-            return {'image_ref': values['image_ref']}
+            # a buried instance's rebuild builds it from the image it names
+            return dict(image, launched_at=self.db.clock())
+        if image:
+            return image
         purpose = _TAKES_FROM_ALLOCATION.get(action)
         if purpose is None:
             return {}

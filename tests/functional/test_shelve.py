@@ -21,6 +21,7 @@ from tests.functional import api_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import domain
+from tests.functional.conftest import outside
 from tests.functional.conftest import set_opts
 from tests.functional.conftest import wait_for
 from tests.functional.conftest import wait_heartbeat
@@ -279,4 +280,19 @@ def test_hard_delete_deletes_the_snapshot(conf, make_plane, offload_time):
         return _snapshot(plane, image_id) is None
     wait_for(gone, what='the snapshot to be deleted')
     assert plane.statedb.get_instance(server['id'])['shelved_image_id'] is None
+    _clean(plane)
+
+
+def test_reconcile_powers_off_a_shelved_guest_started_behind_its_back(
+        conf, make_plane):
+    plane, api = _plane(conf, make_plane, offload_time=-1)
+    server = api.active()
+    host = api.host(server['id'])
+    _shelved(api, server['id'], 'SHELVED')
+    outside(plane, 'start', server['id'])
+    wait_for(lambda: domain(plane, host, server['id'])['power_state']
+             == power.SHUTDOWN, what='the shelved guest powered off again')
+    shown = api.settled(server['id'])
+    assert (shown['status'], shown['OS-EXT-STS:power_state']) == (
+        'SHELVED', power.SHUTDOWN)
     _clean(plane)
