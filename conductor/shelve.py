@@ -87,9 +87,9 @@ class Shelving:
                 'server "%s" with status "%s" is not supported. The server '
                 'status must be SHELVED_OFFLOADED.'
                 % (inst['uuid'], inst['vm_state']))
-        zone_of = self._zones()
+        zone_of, available = self._zones()
         zone = params.get('availability_zone')
-        if zone and zone not in set(zone_of.values()):
+        if zone and zone not in available:
             raise exception.Invalid(
                 reason='The requested availability zone is not available')
         expected = zone if zone_passed else inst.get('availability_zone')
@@ -106,11 +106,14 @@ class Shelving:
                                      'zone "%s".' % (host, expected))
 
     def _zones(self):
-        """{host: zone} of the enabled hosts."""
-        hosts = [h['name'] for h in self.db.list_hosts() if h['enabled']]
-        zones = self.db.host_zones(hosts)
+        """({host: zone} of every host, the zones of the enabled ones):
+        a disabled host exists (an unshelve to it then finds no valid
+        host, as in Nova), its zone is not available."""
+        hosts = self.db.list_hosts()
+        zones = self.db.host_zones([h['name'] for h in hosts])
         default = self.conf.default_availability_zone
-        return {h: zones.get(h, default) for h in hosts}
+        zone_of = {h['name']: zones.get(h['name'], default) for h in hosts}
+        return zone_of, {zone_of[h['name']] for h in hosts if h['enabled']}
 
     # --- after the claim --------------------------------------------------------
 
@@ -120,6 +123,10 @@ class Shelving:
             if 'availability_zone' in prepared:
                 inst = self.db.set_availability_zone(
                     task_ctx, inst['uuid'], prepared['availability_zone'])
+            if not inst['shelved_image_id']:
+                LOG.warning('Instance %s has no shelve snapshot: unshelved '
+                            'from its image %s', inst['uuid'],
+                            inst['image_ref'])
             params = {'image_ref': inst['shelved_image_id'] or
                       inst['image_ref'],
                       'ports': self.db.ports_of(inst['uuid'])}
@@ -182,7 +189,15 @@ class Shelving:
     def finished(self, ctx, before, after):
         """After a shelving task's finish: an offload at once
         (``shelved_offload_time`` 0), or the snapshot of an unshelve
-        deleted."""
+        deleted. Never raised to the agent, whose task is recorded: the
+        periodic sweep is the net of both."""
+        try:
+            self._after(before, after)
+        except Exception:       # noqa: BLE001 - the sweep does it later
+            LOG.exception('After %s of instance %s', before['task_action'],
+                          after['uuid'])
+
+    def _after(self, before, after):
         action = before['task_action']
         if action == 'shelve':
             image_id = after.get('shelved_image_id')
@@ -210,11 +225,11 @@ class Shelving:
 
     def sweep(self, ctx, now):
         """Offload instances shelved ``shelved_offload_time`` seconds ago
-        or more (when it is above 0); delete snapshots hard-deleted
+        or more (unless it is -1); delete snapshots hard-deleted
         instances still hold. Returns how many of each."""
         wait = self.conf.compute.shelved_offload_time
         offloaded = 0
-        if wait > 0:
+        if wait >= 0:       # 0: the offload at once, if it was lost
             due = self.db.list_shelved(
                 before=now - datetime.timedelta(seconds=wait))
             offloaded = sum(1 for inst in due if self.offload(inst['uuid']))

@@ -533,7 +533,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         ``{'free': {'purpose': P, 'host': H}}`` (both optional) or
         ``{'promote': P}`` (rows of purpose P become the instance's own) or
         ``{'end_moves': True}`` (a move ends without moving: see
-        :meth:`common.db.domains.DomainsMixin._end_moves`). With ``'doom':
+        :meth:`common.db.domains.DomainsMixin._end_moves`) or ``{'unplace':
+        True}`` (on no host: a failed unshelve). With ``'doom':
         True`` beside ``free``, the hosts freed other than the instance's
         own get doomed marks (the copy a cold move left there)."""
         if op.get('end_moves'):

@@ -10,6 +10,7 @@ and refused as Nova refuses it, and a hard delete of a shelved or
 offloaded server that deletes its snapshot. ``tristate-manage check``
 finds nothing wrong after each."""
 
+from novaclient import exceptions as nova_exc
 import pytest
 
 from common import context
@@ -18,6 +19,7 @@ from common.db import images as images_db
 from common.states import power
 from common.states import vm
 from tests.functional import api_support
+from tests.functional import client_support
 from tests.functional.api_support import Api
 from tests.functional.api_support import message
 from tests.functional.conftest import domain
@@ -174,49 +176,74 @@ def test_the_periodic_sweep_offloads_after_the_configured_time(
     _clean(plane)
 
 
-def test_unshelve_to_a_host_and_a_zone(conf, make_plane):
+def _status(nova, server_id, status):
+    """Until novaclient shows ``status`` with no task running."""
+    def there():
+        found = nova.servers.get(server_id)
+        return (found.status == status and getattr(
+            found, 'OS-EXT-STS:task_state') is None)
+    wait_for(there, what='server %s to be %s' % (server_id, status))
+    return nova.servers.get(server_id)
+
+
+def test_unshelve_to_a_host_and_a_zone_through_novaclient(conf, make_plane):
     plane, api = _plane(conf, make_plane)
-    server = api.active()
-    first = api.host(server['id'])
-    other = next(h for h in plane.host_names if h != first)
-    for target in (first, other):
-        _shelved(api, server['id'], 'SHELVED_OFFLOADED')
-        resp = api.post('/servers/%s/action' % server['id'],
-                        {'unshelve': {'host': target}}, version='2.91')
-        assert resp.status_code == 202, resp.get_json()
-        assert api.settled(server['id'])['status'] == 'ACTIVE'
-        assert api.host(server['id']) == target
-    _shelved(api, server['id'], 'SHELVED_OFFLOADED')
-    refusals = [
-        ('2.91', {'host': 'nowhere'}, 400, 'Compute host nowhere could not '
-                                           'be found'),
-        ('2.91', {'availability_zone': 'mars'}, 400,
-         'The requested availability zone is not available'),
-        ('2.77', {}, 400, 'availability_zone'),
-        ('2.77', {'host': first}, 400, 'host'),
-        ('2.91', {'color': 'red'}, 400, 'color'),
-    ]
-    for version, body, code, words in refusals:
-        resp = api.post('/servers/%s/action' % server['id'],
+    with client_support.serving(plane) as url:
+        nova = client_support.nova(url, api_support.ADMIN_TOKEN, '2.91')
+        server = nova.servers.create('web', api_support.IMAGE, 'tiny',
+                                     nics='none')
+        first = getattr(_status(nova, server.id, 'ACTIVE'),
+                        'OS-EXT-SRV-ATTR:host')
+        other = next(h for h in plane.host_names if h != first)
+        for target in (first, other):
+            nova.servers.shelve(server)
+            _status(nova, server.id, 'SHELVED_OFFLOADED')
+            nova.servers.unshelve(server, host=target)
+            shown = _status(nova, server.id, 'ACTIVE')
+            assert getattr(shown, 'OS-EXT-SRV-ATTR:host') == target
+        nova.servers.shelve(server)
+        _status(nova, server.id, 'SHELVED_OFFLOADED')
+        with pytest.raises(nova_exc.BadRequest, match='Compute host nowhere '
+                                                      'could not be found'):
+            nova.servers.unshelve(server, host='nowhere')
+        with pytest.raises(nova_exc.BadRequest, match='availability zone is '
+                                                      'not available'):
+            nova.servers.unshelve(server, availability_zone='mars')
+        # the other host in a zone of its own: not in the zone asked
+        made = plane.statedb.create_aggregate('east', zone='east')
+        plane.statedb.aggregate_add_host(made['id'], other)
+        with pytest.raises(nova_exc.Conflict, match='Host "%s" is not in '
+                           'the availability zone "nova"' % other):
+            nova.servers.unshelve(server, availability_zone='nova',
+                                  host=other)
+        # a zone that exists pins the server there; null unpins it
+        nova.servers.unshelve(server, availability_zone='east')
+        shown = _status(nova, server.id, 'ACTIVE')
+        assert getattr(shown, 'OS-EXT-SRV-ATTR:host') == other
+        assert plane.statedb.get_instance(server.id)[
+            'availability_zone'] == 'east'
+        nova.servers.shelve(server)
+        _status(nova, server.id, 'SHELVED_OFFLOADED')
+        nova.servers.unshelve(server, availability_zone=None)
+        _status(nova, server.id, 'ACTIVE')
+        assert plane.statedb.get_instance(server.id)[
+            'availability_zone'] is None
+    # what novaclient cannot send, Nova's schemas refuse
+    nova_shelved = _shelved(api, server.id, 'SHELVED_OFFLOADED')
+    assert nova_shelved['OS-EXT-SRV-ATTR:host'] is None
+    for version, body, words in [
+            ('2.77', {}, 'availability_zone'),
+            ('2.77', {'host': first}, 'host'),
+            ('2.91', {'color': 'red'}, 'color')]:
+        resp = api.post('/servers/%s/action' % server.id,
                         {'unshelve': body}, version=version)
-        assert resp.status_code == code, (body, resp.get_json())
+        assert resp.status_code == 400, (body, resp.get_json())
         assert words in message(resp), (body, message(resp))
-    assert api.server(server['id'])['status'] == 'SHELVED_OFFLOADED'
-    # a zone that exists, then unpinned with null (2.91)
-    resp = api.post('/servers/%s/action' % server['id'],
-                    {'unshelve': {'availability_zone': 'nova'}},
-                    version='2.77')
+    # before 2.77 the body is not looked at
+    resp = api.post('/servers/%s/action' % server.id,
+                    {'unshelve': {'host': 'ignored'}}, version='2.76')
     assert resp.status_code == 202, resp.get_json()
-    shown = api.settled(server['id'], version='2.96')
-    assert (shown['status'], shown['pinned_availability_zone']) == (
-        'ACTIVE', 'nova')
-    _shelved(api, server['id'], 'SHELVED_OFFLOADED')
-    resp = api.post('/servers/%s/action' % server['id'],
-                    {'unshelve': {'availability_zone': None}}, version='2.91')
-    assert resp.status_code == 202, resp.get_json()
-    shown = api.settled(server['id'], version='2.96')
-    assert (shown['status'], shown['pinned_availability_zone']) == (
-        'ACTIVE', None)
+    assert api.settled(server.id)['status'] == 'ACTIVE'
     _clean(plane)
 
 
