@@ -21,7 +21,8 @@ A domain's record (``domains/<uuid>.json``)::
      rescued, rescue_image_ref, snapshots, seq, last_op, broken_by,
      updated_at, rescue_password_sha256, snapshot_ids (when set),
      ports (the build's ports, checked: what the libvirt driver makes
-     ``<interface>`` elements of; moves with a migration)}
+     ``<interface>`` elements of; moves with a migration),
+     numa_cells (the guest's NUMA cells, [] for one: common/numa.py)}
 
 and the host's faults (in ``host.json``)::
 

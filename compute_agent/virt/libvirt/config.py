@@ -20,6 +20,11 @@ the same without a model (libxl gives an HVM guest an emulated card and a
 PV one, the guest's PV driver takes over) and without ``<mtu>`` (Xen's
 vif-bridge script gives the vif the bridge's MTU). The domain's libvirt name is
 ``tristate-<uuid>``: instance names need not be unique, domain names must.
+
+A guest with NUMA cells (a flavor's ``hw:numa_nodes`` > 1,
+:mod:`common.numa`) gets them as ``<cpu><numa><cell/>...`` in either
+template (libxl makes them the Xen guest's vNUMA nodes); a definition
+regenerated from the domain's own XML keeps them (:func:`numa_of`).
 """
 
 import json
