@@ -132,6 +132,44 @@ def _reset(body):
     return {'state': body['state']}
 
 
+# Nova's unshelve body by microversion: anything before 2.77 (ignored);
+# from 2.77 null or {"availability_zone": name}; from 2.91 null or an
+# object with "availability_zone" (a name, or null to unpin the server
+# from its zone) and/or "host" (admins).
+UNSHELVE_AZ = (2, 77)
+UNSHELVE_HOST = (2, 91)
+_UNSHELVE_277 = {'type': ['object', 'null'],
+                 'properties': {'availability_zone': schemas.NAME},
+                 'required': ['availability_zone'],
+                 'additionalProperties': False}
+_UNSHELVE_291 = {'type': ['object', 'null'],
+                 'properties': {'availability_zone': {'type': ['string',
+                                                               'null']},
+                                'host': {'type': 'string'}},
+                 'additionalProperties': False}
+
+
+def unshelve_params(body, version):
+    """The conductor's unshelve parameters of a request body at
+    ``version`` (a ``(major, minor)`` pair or an APIVersion), validated
+    as Nova validates it: ``availability_zone`` only when the body names
+    one (None: unpin), ``host`` only when given."""
+    if hasattr(version, 'minor'):
+        version = (version.major, version.minor)
+    if version < UNSHELVE_AZ:
+        return {}
+    schema = _UNSHELVE_291 if version >= UNSHELVE_HOST else _UNSHELVE_277
+    schemas.validate({'type': 'object', 'properties': {'unshelve': schema}},
+                     {'unshelve': body})
+    body = body or {}
+    params = {}
+    if 'availability_zone' in body:
+        params['availability_zone'] = body['availability_zone']
+    if version >= UNSHELVE_HOST and body.get('host'):
+        params['host'] = body['host']
+    return params
+
+
 ACTIONS = {a.key: a for a in (
     ServerAction('os-stop', 'stop'),
     ServerAction('os-start', 'start'),
@@ -157,6 +195,11 @@ ACTIONS = {a.key: a for a in (
     ServerAction('migrate', 'migrate', schemas.MIGRATE, _migrate_cold),
     # Tristate's own: Nova soft-deletes on DELETE when configured to;
     # here DELETE always hard-deletes and soft delete is asked for.
+    # Nova's shelving; unshelve's body is checked per microversion
+    # (unshelve_params)
+    ServerAction('shelve', 'shelve', schemas.ANYTHING),
+    ServerAction('shelveOffload', 'shelve_offload', schemas.ANYTHING),
+    ServerAction('unshelve', 'unshelve', schemas.ANYTHING),
     ServerAction('tristate:softDelete', 'soft_delete'),
     ServerAction('restore', 'restore'),
     ServerAction('forceDelete', 'delete', kind=DELETE),
@@ -194,9 +237,6 @@ _NETWORKING = 'guest networking (issue 23)'
 _CONSOLES = 'remote consoles (issue 24)'
 _MOBILITY = 'the mobility issue'
 UNBUILT = {u.key: u for u in (
-    Unbuilt('shelve', 'shelving'),
-    Unbuilt('shelveOffload', 'shelving'),
-    Unbuilt('unshelve', 'shelving'),
     Unbuilt('trigger_crash_dump', 'crash dumps (an NMI to the guest)',
             since=(2, 17)),
     Unbuilt('addSecurityGroup', 'security groups: ' + _NETWORKING),

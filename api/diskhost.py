@@ -1,7 +1,7 @@
 """Nova's ``hostname`` and ``OS-DCF:diskConfig`` of a server (issue 22):
 checked as Nova checks them on create, update (``PUT``), rebuild and
 resize, and turned into the instance's columns (``hostname``,
-``auto_disk_config``: migration 0020, conductor RPC 1.20).
+``auto_disk_config``: migration 0018, conductor RPC 1.20).
 
 ``hostname``, from 2.90 (below it Nova's schema has no such field: 400):
 an RFC 952 label of 2 to 63 characters (letters, digits, ``-``), from 2.94

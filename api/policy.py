@@ -251,6 +251,10 @@ def _attribute_rules():
               ('DELETE', '/servers/{server_id}/tags'),
               ('PUT', '/servers/{server_id}/tags/{tag}'),
               ('DELETE', '/servers/{server_id}/tags/{tag}')),
+        _rule(SERVERS % 'action:unshelve_to_host', ADMIN,
+              'Unshelve an offloaded server onto a host named in the '
+              'request (from 2.91).',
+              ('POST', '/servers/{server_id}/action')),
         _rule(SERVERS % 'action:lock', OWNER, 'Lock a server.',
               ('POST', '/servers/{server_id}/action (lock)')),
         _rule(SERVERS % 'action:unlock', OWNER, 'Unlock a server (one an '

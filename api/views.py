@@ -458,7 +458,7 @@ NOVA_ACTION_NAMES = {
     'backup': 'createBackup', 'set_password': 'changePassword',
     'soft_delete': 'delete', 'reset_state': 'resetState',
     'power_off': 'stop', 'power_on': 'start',
-    'evacuate_stopped': 'evacuate',
+    'evacuate_stopped': 'evacuate', 'shelve_offload': 'shelveOffload',
 }
 
 

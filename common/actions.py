@@ -107,6 +107,16 @@ ACTIONS = types.MappingProxyType({a.name: a for a in (
            description='power off and keep the disk until reclaimed'),
     Action('restore', timeout=600,
            description='bring a soft-deleted instance back'),
+    Action('shelve', timeout=3600,
+           description='power off and save an image of the disk; the guest '
+                       'stays on its host until offloaded'),
+    Action('shelve_offload', admin_only=True, timeout=600,
+           description='remove a shelved guest from its host and free what '
+                       'it held there (also [compute] shelved_offload_time)'),
+    Action('unshelve', timeout=1800,
+           description='power a shelved guest on again, or build an '
+                       'offloaded one from its snapshot where the scheduler '
+                       '(or the admin) places it; the snapshot is deleted'),
     Action('delete', kind=KIND_DB, preempts=True, timeout=0,
            description='hard delete: one database update, always succeeds'),
     Action('reset_state', kind=KIND_DB, admin_only=True, preempts=True,
@@ -171,13 +181,23 @@ ROWS = (
     Row('soft_delete', _LIVE | {vm.RESIZED}, task.SOFT_DELETING,
         vm.SOFT_DELETED),
     Row('restore', frozenset({vm.SOFT_DELETED}), task.RESTORING, vm.ACTIVE),
+    # Nova's shelving (issue 22): offload frees the host, unshelve of an
+    # offloaded instance schedules it again.
+    Row('shelve', frozenset({vm.ACTIVE, vm.STOPPED, vm.PAUSED,
+                             vm.SUSPENDED}), task.SHELVING, vm.SHELVED),
+    Row('shelve_offload', frozenset({vm.SHELVED}), task.SHELVING_OFFLOADING,
+        vm.SHELVED_OFFLOADED, 'frees its host'),
+    Row('unshelve', frozenset({vm.SHELVED, vm.SHELVED_OFFLOADED}),
+        task.UNSHELVING, vm.ACTIVE, 'offloaded: schedules again'),
     # seed 000: delete is allowed from everywhere, with or without a task.
     Row('delete', _ALL, None, vm.HARD_DELETED, 'pure database update'),
     # admin reset: never resurrects a hard-deleted instance; PENDING only
-    # to ERROR (seed 004).
-    Row('reset_state', _ALL - {vm.HARD_DELETED, vm.PENDING}, None, vm.ACTIVE),
+    # to ERROR (seed 004), and an offloaded one, which has no domain
+    # anywhere to be ACTIVE with (unshelve builds it).
+    Row('reset_state', _ALL - {vm.HARD_DELETED, vm.PENDING,
+                               vm.SHELVED_OFFLOADED}, None, vm.ACTIVE),
     Row('reset_state', _ALL - {vm.HARD_DELETED}, None, vm.ERROR),
-    Row('power_off', frozenset({vm.STOPPED, vm.SOFT_DELETED}),
+    Row('power_off', frozenset({vm.STOPPED, vm.SOFT_DELETED, vm.SHELVED}),
         task.POWERING_OFF, UNCHANGED),
     Row('power_on', frozenset({vm.ACTIVE, vm.RESCUED}), task.POWERING_ON,
         UNCHANGED),

@@ -52,6 +52,11 @@ def get(conf, statedb, flavorid, ctx=None):
     flavor's name); 400 naming the flavors there are if there is none, or
     if ``ctx`` (a non-admin's) may not use it (a private flavor its project
     has no access to, as Nova)."""
+    return of_row(get_row(conf, statedb, flavorid, ctx))
+
+
+def get_row(conf, statedb, flavorid, ctx=None):
+    """As :func:`get`, the flavor's row (with its ``extra_specs``)."""
     try:
         row = seeded(conf, statedb).get_flavor(flavorid, projects=True)
         if not usable(row, ctx):
@@ -63,7 +68,7 @@ def get(conf, statedb, flavorid, ctx=None):
         raise exception.Invalid(
             reason='unknown flavor %r: expected one of %s'
                    % (flavorid, ', '.join(sorted(known)))) from None
-    return of_row(row)
+    return row
 
 
 def usable(row, ctx):

@@ -104,6 +104,19 @@ RULES = (
        'a soft-deleted instance must not run'),
     _r({vm.SOFT_DELETED}, {power.SHUTDOWN, power.NOSTATE}, NONE,
        'down as asked'),
+    # shelved: powered off with a snapshot, kept on its host until
+    # offloaded (a vanished domain is rebuilt from the snapshot by unshelve)
+    _r({vm.SHELVED}, {power.RUNNING, power.PAUSED}, POWER_OFF,
+       'a shelved instance must not run'),
+    _r({vm.SHELVED}, {power.SHUTDOWN, power.CRASHED, power.SUSPENDED}, NONE,
+       'down as asked'),
+    _r({vm.SHELVED}, {power.NOSTATE}, STORE, 'the domain is gone; unshelve '
+       'builds it from the snapshot'),
+    # offloaded: on no host, no domain (never "fixed")
+    _r({vm.SHELVED_OFFLOADED}, {power.NOSTATE}, NONE, 'no domain, as asked'),
+    _r({vm.SHELVED_OFFLOADED}, _ALL_POWER - {power.NOSTATE}, STORE,
+       'offloaded: placed on no host; a domain left on its old host is a '
+       'stray (tristate-manage check)'),
     # hard-deleted: destroy until gone
     _r({vm.HARD_DELETED}, _ALL_POWER - {power.NOSTATE}, DESTROY,
        'the instance was deleted; its domain must go'),

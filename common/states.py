@@ -114,11 +114,15 @@ class vm:
     RESIZED = 'resized'
     ERROR = 'error'
     PENDING = 'pending'
+    # Nova's shelving (issue 22): powered off with a snapshot of its disk,
+    # still on its host; offloaded: on no host, holding nothing there.
+    SHELVED = 'shelved'
+    SHELVED_OFFLOADED = 'shelved_offloaded'
 
 
 VM_STATES = (vm.INITIALIZED, vm.ACTIVE, vm.RESCUED, vm.PAUSED, vm.SUSPENDED,
              vm.STOPPED, vm.SOFT_DELETED, vm.HARD_DELETED, vm.RESIZED,
-             vm.ERROR, vm.PENDING)
+             vm.ERROR, vm.PENDING, vm.SHELVED, vm.SHELVED_OFFLOADED)
 
 # --- task_state ----------------------------------------------------------------
 
@@ -146,6 +150,9 @@ class task:
     UPDATING_PASSWORD = 'updating_password'
     SOFT_DELETING = 'soft_deleting'
     RESTORING = 'restoring'
+    SHELVING = 'shelving'
+    SHELVING_OFFLOADING = 'shelving_offloading'
+    UNSHELVING = 'unshelving'
     # Tasks that reconcile runs on its own (DESIGN.md section 5).
     POWERING_OFF = 'powering_off'
     POWERING_ON = 'powering_on'

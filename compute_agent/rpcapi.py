@@ -26,6 +26,9 @@ Version history:
 * 1.8 - receive_migration (a call, on a cold migration's destination once
   the source's disk is in the image store): fetch it, check its SHA-256,
   build the domain on it (:mod:`compute_agent.coldmove`).
+* 1.12 - run_task takes the actions ``shelve``, ``shelve_offload`` and
+  ``unshelve`` (issue 22: Nova's shelving); an agent capped below 1.12 is
+  not sent them (the conductor refuses the request first: :meth:`can_send`).
 """
 
 import logging
@@ -35,16 +38,24 @@ from common import metrics
 from common import rpc
 
 LOG = logging.getLogger(__name__)
-VERSION = '1.8'
+VERSION = '1.12'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
+
+
+# run_task's actions of 1.12.
+SHELVING = frozenset({'shelve', 'shelve_offload', 'unshelve'})
 
 
 class ComputeAPI:
     def __init__(self, bus, conf):
         self.client = bus.client(conf.compute.topic, VERSION,
                                  version_cap=conf.upgrade_levels.compute)
+
+    def can_send(self, version):
+        """Whether calls of ``version`` pass ``[upgrade_levels]``."""
+        return self.client.can_send_version(version)
 
     def run_task(self, ctx, *, host, instance, action, params=None,
                  timeout=None):
@@ -55,6 +66,13 @@ class ComputeAPI:
         MessagingTimeout when no answer came within ``timeout`` seconds."""
         params = params or {}
         version = '1.1'
+        if action in SHELVING:
+            if not self.client.can_send_version('1.12'):
+                raise exception.ServiceUnavailable(
+                    reason='%s needs compute agent RPC API 1.12 and '
+                           '[upgrade_levels] compute caps it at %s'
+                           % (action, self.client.version_cap))
+            version = '1.12'
         if 'admin_pass' in params:
             if self.client.can_send_version('1.7'):
                 version = '1.7'

@@ -91,17 +91,33 @@ def _ports(method, params):
     return {'ports': list(params['ports'] or ())}
 
 
+def _numa(method, inst):
+    """``{'numa_cells': [...]}`` for a guest with NUMA cells
+    (:mod:`common.numa`); a driver that cannot make them fails the task
+    rather than build the guest without them."""
+    cells = inst.get('numa_cells')
+    if not cells:
+        return {}
+    if not takes(method, 'numa_cells'):
+        raise VirtError('this host\'s driver cannot give a guest NUMA cells '
+                        '(hw:numa_nodes > 1)')
+    return {'numa_cells': list(cells)}
+
+
 def _build(agent, inst, params):
     uuid = inst['uuid']
+    # an unshelve builds from the shelve's snapshot (params['image_ref'])
+    image_ref = params.get('image_ref') or inst['image_ref']
     # Networks and disks are attached within spawn (states._BUILD_STEPS).
     agent.progress(inst, step=states.step.SPAWNING)
     drive = _config_drive(agent, inst, params, agent.driver.spawn)
     try:
-        with _image(agent, params, inst['image_ref'],
+        with _image(agent, params, image_ref,
                     agent.driver.spawn) as extra:
             extra.update(_ports(agent.driver.spawn, params))
+            extra.update(_numa(agent.driver.spawn, inst))
             agent.driver.spawn(
-                uuid, name=inst['name'], image_ref=inst['image_ref'],
+                uuid, name=inst['name'], image_ref=image_ref,
                 flavor=Flavor(inst['flavor_name'], inst['vcpus'],
                               inst['memory_mb'], inst['disk_gb']),
                 **drive, **extra)
@@ -202,6 +218,44 @@ def _upload(client, image_id, path):
                         % (image_id, err)) from None
 
 
+def _shelve(agent, inst, params):
+    """Nova's shelve: the guest powered off and its disk uploaded as the
+    snapshot ``params['image_id']``. If the snapshot fails, a guest that
+    ran runs again (rolled back); one that was paused or suspended stays
+    off (not rolled back)."""
+    info = agent.driver.get_domain(inst['uuid'])
+    before = None if info is None else info.power_state
+    _stop(agent, inst, params)
+    try:
+        _snapshot(agent, inst, params)
+    except VirtError as err:
+        restored = before in (states.power.RUNNING, states.power.SHUTDOWN)
+        if before == states.power.RUNNING:
+            try:
+                agent.driver.power_on(inst['uuid'])
+            except VirtError as again:
+                LOG.warning('Shelve of %s failed and its guest could not '
+                            'be started again: %s', inst['uuid'], again)
+                restored = False
+        raise VirtError(str(err), rolled_back=restored) from None
+
+
+def _shelve_offload(agent, inst, params):
+    """The domain, its disk and its config drive removed from this host
+    (the snapshot holds the disk)."""
+    agent.driver.destroy(inst['uuid'])
+    configdrive.remove(agent.conf, agent.host, inst['uuid'])
+
+
+def _unshelve(agent, inst, params):
+    """A shelved guest powered on; an offloaded one (no domain here:
+    also a shelved one whose domain vanished) built from its snapshot,
+    ``params['image_ref']``."""
+    if agent.driver.get_domain(inst['uuid']) is None:
+        return _build(agent, inst, params)
+    agent.driver.power_on(inst['uuid'])
+
+
 def _resize(agent, inst, params):
     if moves_away('resize', params, agent.host):
         return coldmove.send(agent, inst, params)
@@ -286,6 +340,9 @@ HANDLERS = {
     'live_migrate': _live_migrate,
     'snapshot': _snapshot,
     'backup': _backup,
+    'shelve': _shelve,
+    'shelve_offload': _shelve_offload,
+    'unshelve': _unshelve,
     'set_password': lambda agent, inst, params: agent.driver.set_password(
         inst['uuid'], password=params['password']),
 }
@@ -295,6 +352,8 @@ def result_values(action, params):
     rebuild used."""
     if action == 'rebuild' and params.get('image_ref'):
         return {'image_ref': params['image_ref']}
+    if action == 'shelve' and params.get('image_id'):
+        return {'shelved_image_id': params['image_id']}
     return {}
 
 
@@ -308,4 +367,5 @@ LEAVES_HOST = frozenset({'live_migrate'})
 
 # Tasks after which the host's DHCP entries for the instance are read again
 # from the domain (made, replaced, or gone from this host).
-CHANGES_PORTS = frozenset({'build', 'rebuild', 'live_migrate'})
+CHANGES_PORTS = frozenset({'build', 'rebuild', 'live_migrate',
+                           'shelve_offload', 'unshelve'})

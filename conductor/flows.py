@@ -14,6 +14,7 @@ from common import actions
 from common import exception
 from common import flavors
 from common import hostnames
+from common import numa
 from common import rpc
 from common import states
 from common.db import attributes as attributes_db
@@ -21,6 +22,7 @@ from conductor import delivery
 from conductor import gateway as gw
 from conductor import images
 from conductor import migrate
+from conductor import shelve
 
 LOG = logging.getLogger(__name__)
 TABLE = actions.TABLE
@@ -48,6 +50,10 @@ PARAMS = {
                'backup_type': (str, False), 'image_id': (str, False),
                'metadata': (dict, False)},
     'set_password': {'password': (str, True)},
+    # RPC 1.21: Nova's unshelve to a zone (2.77; null: unpinned) or a host
+    # (2.91, admins)
+    'unshelve': {'availability_zone': ((str, type(None)), False),
+                 'host': (str, False)},
 }
 
 
@@ -114,7 +120,7 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
 # 1.17: true when an adminPass needs one).
 GUEST_KEYS = ('key_name', 'key_data', 'user_data', 'config_drive')
 # Tasks that make the guest's disks, and so its config drive.
-GUEST_TASKS = ('build', 'rebuild')
+GUEST_TASKS = ('build', 'rebuild', 'unshelve')
 
 
 def guest_params(inst, zone_of):
@@ -214,6 +220,18 @@ def _refuse_attribute_state(inst, changes):
                 task_id=inst.get('task_id') if busy else None)
 
 
+def _refuse_numa_move(inst, action, new_cells=None):
+    """A resize or cold migration of a guest with NUMA cells (or to a
+    flavor with them) is refused: the cold move's domain on its new host
+    is made from the flavor alone, without the cells."""
+    if inst.get('numa_cells') or new_cells:
+        raise exception.Invalid(
+            reason='instance %s: %s of a server whose flavor has guest NUMA '
+                   'cells (hw:numa_nodes > 1) is not supported yet'
+                   % (inst['uuid'], 'cold migration' if action == 'migrate'
+                      else 'resize'))
+
+
 class Flows:
     def __init__(self, *, gateway, scheduler, compute, conf):
         self.gateway = gateway
@@ -226,6 +244,7 @@ class Flows:
         self.images = images.ImageAccess(conf, self.db)
         self.cold = migrate.ColdMoves(db=self.db, scheduler=scheduler,
                                       compute=compute, conf=conf)
+        self.shelving = shelve.Shelving(self)
 
     # --- create and build -----------------------------------------------------
 
@@ -248,7 +267,10 @@ class Flows:
         if not isinstance(image_ref, str) or not image_ref:
             raise exception.Invalid(reason='image_ref must be a non-empty '
                                     'string, got %r' % (image_ref,))
-        chosen = flavors.get(self.conf, self.db, flavor, ctx)
+        row = flavors.get_row(self.conf, self.db, flavor, ctx)
+        chosen = flavors.of_row(row)
+        cells = numa.cells_of(row['extra_specs'], chosen.vcpus,
+                              chosen.memory_mb)
         validate_policies(policies)
         values = {
             'name': name, 'project_id': ctx.project_id or '',
@@ -260,6 +282,8 @@ class Flows:
             'crash_policy': policies.get('crash',
                                          self.conf.conductor.default_crash),
         }
+        if cells:
+            values['numa_cells'] = cells
         group = attributes.pop('server_group', None)
         values.update(attributes)
         if self.conf.compute.force_config_drive:
@@ -359,6 +383,8 @@ class Flows:
         TABLE.refuse_if_denied(inst, action)
         if action == 'migrate' and not self.cold.can_move():
             raise exception.Invalid(reason=self.cold.no_transfer())
+        if action in shelve.ACTIONS:
+            prepared = self.shelving.prepare(ctx, inst, action, prepared)
         if action in images.WRITES:
             prepared['image_id'] = self.images.prepare_snapshot(
                 ctx, inst, action, prepared)
@@ -371,18 +397,24 @@ class Flows:
                 self.images.forget_snapshot(prepared['image_id'])
             raise
         with self._unsent_fails(task_ctx, inst, action):
-            inst = self._new_guest_access(task_ctx, inst, action, prepared)
-            if inst['task_state'] == states.task.BUILDING:
-                # rebuild of a buried instance: the build runs again
-                self._rebuild_buried(task_ctx, inst, action, prepared)
-            elif self._allocate(task_ctx, inst, action, prepared):
-                host = self._cold_end(task_ctx, inst, action, prepared)
-                self.send(task_ctx, host, dict(inst, host=host), action,
-                          prepared)
+            self._start(task_ctx, inst, action, prepared)
         after = self._started(inst, task_ctx)
         if 'image_id' in prepared:
             after['image_id'] = prepared['image_id']
         return after
+
+    def _start(self, task_ctx, inst, action, prepared):
+        """The claimed task's conductor part, then its send."""
+        inst = self._new_guest_access(task_ctx, inst, action, prepared)
+        if inst['task_state'] == states.task.BUILDING:
+            # rebuild of a buried instance: the build runs again
+            self._rebuild_buried(task_ctx, inst, action, prepared)
+        elif action in shelve.ACTIONS:
+            self.shelving.start(task_ctx, inst, action, prepared)
+        elif self._allocate(task_ctx, inst, action, prepared):
+            host = self._cold_end(task_ctx, inst, action, prepared)
+            self.send(task_ctx, host, dict(inst, host=host), action,
+                      prepared)
 
     def _new_guest_access(self, task_ctx, inst, action, prepared):
         """A claimed rebuild's new key pair or user data, stored on the
@@ -400,11 +432,16 @@ class Flows:
         flavor: one ``ctx`` may use, as for a build)."""
         prepared = dict(params)
         if action == 'resize':
-            new = flavors.get(self.conf, self.db, params['flavor'], ctx)
+            row = flavors.get_row(self.conf, self.db, params['flavor'], ctx)
+            new = flavors.of_row(row)
             if new.name == inst['flavor_name']:
                 raise exception.Invalid(reason='instance %s already has '
                                         'flavor %s' % (inst['uuid'], new.name))
+            _refuse_numa_move(inst, action, numa.cells_of(
+                row['extra_specs'], new.vcpus, new.memory_mb))
             prepared['flavor'] = new.to_dict()
+        if action == 'migrate':
+            _refuse_numa_move(inst, action)
         if action in ('rebuild', 'rescue'):
             prepared.setdefault('image_ref', inst['image_ref'])
         if action == 'rebuild':
@@ -582,6 +619,8 @@ class Flows:
         each of their reports, as for any hard-deleted instance)."""
         after = self.gateway.hard_delete(ctx, instance_uuid)
         self.destroy_everywhere(ctx, after, after.pop('doomed_hosts', ()))
+        self.shelving.forget_snapshot(after.get('shelved_image_id'),
+                                      instance_uuid)
         return after
 
     def reset_state(self, ctx, instance_uuid, state):

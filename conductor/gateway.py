@@ -20,7 +20,8 @@ LOG = logging.getLogger(__name__)
 
 _SHOWN = ('uuid', 'name', 'project_id', 'user_id', 'host', 'flavor_name',
           'vcpus', 'memory_mb', 'disk_gb', 'image_ref', 'vm_state',
-          'return_vm_state', 'task_state', 'task_id', 'power_state')
+          'return_vm_state', 'task_state', 'task_id', 'power_state',
+          'numa_cells')
 
 
 check_owner = db_api.check_owner

@@ -36,8 +36,9 @@ from common.images import grants
 
 LOG = logging.getLogger(__name__)
 
-READS = ('build', 'rebuild', 'rescue')
-WRITES = ('snapshot', 'backup')
+READS = ('build', 'rebuild', 'rescue', 'unshelve')
+# a shelve's snapshot is made as createImage's (conductor/shelve.py)
+WRITES = ('snapshot', 'backup', 'shelve')
 GRANT_KEY = 'image-grants'
 
 
@@ -122,7 +123,8 @@ class ImageAccess:
                        'Glance at [image] api_endpoint, where the API tier '
                        'creates the snapshot\'s image')
         properties = dict(_user_properties(params.get('metadata')),
-                          image_type=action, instance_uuid=inst['uuid'],
+                          image_type='snapshot' if action == 'shelve'
+                          else action, instance_uuid=inst['uuid'],
                           base_image_ref=inst['image_ref'] or '',
                           user_id=ctx.user_id or '')
         if action == 'backup':

@@ -91,11 +91,20 @@ class ConductorManager:
                                                'enabled', True):
             self.flows.destroy_everywhere(
                 ctx, {'uuid': instance_uuid, 'host': host}, doomed_hosts)
+            if host is None:      # maybe offloaded: its snapshot goes
+                self._forget_snapshot(self.db.get_instance(instance_uuid))
             return
         inst = self.db.get_instance(instance_uuid)
+        self._forget_snapshot(inst)
         self.gateway.notify_deleted(ctx, {'vm_state': old_vm_state,
                                           'task_state': old_task_state}, inst)
         self.flows.destroy_everywhere(ctx, inst, doomed_hosts)
+
+    def _forget_snapshot(self, inst):
+        """A deleted shelved instance's snapshot goes (the periodic
+        sweep deletes it if this is lost)."""
+        self.flows.shelving.forget_snapshot(inst.get('shelved_image_id'),
+                                            inst['uuid'])
 
     @_expected
     def reset_state(self, ctx, instance_uuid, state):

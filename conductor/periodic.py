@@ -1,8 +1,9 @@
 """The conductor's periodic jobs: its own heartbeat (the ``services`` row
-``tristate-manage status`` reads), the stuck-task reaper and the reclaim of
-soft-deleted instances. Several conductors may run them at once: every
-change they make is guarded by the task_id or the vm_state, so the second
-one finds nothing left to do."""
+``tristate-manage status`` reads), the stuck-task reaper, the reclaim of
+soft-deleted instances and the offload of shelved ones
+(:meth:`conductor.shelve.Shelving.sweep`). Several conductors may run
+them at once: every change they make is guarded by the task_id or the
+vm_state, so the second one finds nothing left to do."""
 
 import logging
 import threading
@@ -29,7 +30,8 @@ class PeriodicJobs:
         now = self.clock()
         done = {}
         jobs = [('reaped', self.results.reap),
-                ('reclaimed', self.flows.reclaim)]
+                ('reclaimed', self.flows.reclaim),
+                ('shelved', self.flows.shelving.sweep)]
         if self.beat is not None:
             jobs.insert(0, ('heartbeat', self.beat))
         for name, job in jobs:

@@ -17,6 +17,7 @@ from common.db import hosts as hosts_db
 from common.db import services
 from conductor import gateway as gw
 from conductor import images
+from conductor import shelve
 
 LOG = logging.getLogger(__name__)
 
@@ -30,6 +31,8 @@ _ON_SUCCESS = {
     'revert_resize': [{'free': {'purpose': 'resize'}, 'doom': True}],
     'live_migrate': [{'free': {'purpose': 'instance'}},
                      {'promote': 'migration'}],
+    # seed 000: an offloaded instance holds nothing on any host
+    'shelve_offload': [{'free': {}}],
 }
 _ON_FAILURE = {
     'build': [{'free': {}}],
@@ -163,6 +166,11 @@ def settle_on_failure(action, vm_state=None, *, rolled_back=True,
     known; by default nothing was spawned) says the domain is gone. A
     rebuild of a buried instance is a build; rolled back, it is PENDING
     again and frees what it took."""
+    if action == 'unshelve' and vm_state == states.vm.SHELVED_OFFLOADED:
+        # undone: offloaded again, on no host; else (ERROR) counted where
+        # its domain may be
+        return ([{'free': {}}, {'unplace': True}] if rolled_back
+                else settle_on_failure('build', power=power))
     building = action == 'build' or (action == 'rebuild'
                                      and vm_state == states.vm.PENDING)
     if not building:
@@ -202,6 +210,8 @@ class Results:
                     _ON_SUCCESS.get(action, []))
         before, after = self.gateway.finish(ctx, instance_uuid, host=host,
                                             power=power, derive=derive)
+        if before['task_action'] in shelve.ACTIONS:
+            self.reconciler.flows.shelving.finished(ctx, before, after)
         # What the hypervisor said during the task is decided on now; not
         # after a migration: that was the old host's word ("vanished"), the
         # new host's next report decides. ``after`` is the row as written:
@@ -246,11 +256,20 @@ class Results:
                         'for instance %s: %s', host, instance_uuid, err)
 
     def _values_on_success(self, conn, inst, action, values):
+        if action in shelve.ACTIONS:
+            return self.reconciler.flows.shelving.success_values(
+                inst, action, values)
+        return self._built_or_moved(conn, inst, action, values)
+
+    def _built_or_moved(self, conn, inst, action, values):
+        image = ({'image_ref': values['image_ref']}
+                 if action == 'rebuild' and values.get('image_ref') else {})
         if action in ('build', 'rebuild') and inst['vm_state'] in (
                 states.vm.INITIALIZED, states.vm.PENDING):
-            return {'launched_at': self.db.clock()}
-        if action == 'rebuild' and values.get('image_ref'):
-            return {'image_ref': values['image_ref']}
+            # a buried instance's rebuild builds it from the image it names
+            return dict(image, launched_at=self.db.clock())
+        if image:
+            return image
         purpose = _TAKES_FROM_ALLOCATION.get(action)
         if purpose is None:
             return {}

@@ -89,6 +89,10 @@ Version history:
   and ``auto_disk_config`` (Nova's OS-DCF:diskConfig, true for AUTO); a
   conductor before 1.20 refuses the keys, so they are not sent below it
   (a MANUAL disk config, what every conductor does, is then left out).
+* 1.21 - run_action takes ``shelve``, ``shelve_offload`` and ``unshelve``
+  (API tier: Nova's shelving, issue 22; ``unshelve`` with
+  ``availability_zone`` and ``host``), refused below 1.21 rather than sent
+  to a conductor that does not know them.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -100,7 +104,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.20'
+VERSION = '1.21'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -269,6 +273,9 @@ class ConductorAPI:
         if action in ('evacuate', 'evacuate_stopped'):
             self._need('1.15', 'evacuation')
             version = '1.15'
+        if action in ('shelve', 'shelve_offload', 'unshelve'):
+            self._need('1.21', 'shelving')
+            version = '1.21'
         if action == 'rebuild' and 'admin_pass' in params:
             # 1.17: a rebuild's admin password
             self._need('1.17', 'a rebuild with an admin password')

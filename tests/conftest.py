@@ -242,7 +242,7 @@ class Instances:
 
     def in_state(self, vm_state):
         """An idle instance (no task) in ``vm_state``; returns its uuid."""
-        if vm_state in PATHS:
+        if vm_state in PATHS and not hasattr(self, '_make_' + vm_state):
             uuid = self.active()
             for action in PATHS[vm_state]:
                 self.run(uuid, action)
@@ -260,6 +260,14 @@ class Instances:
     def _make_pending(self):
         uuid, task = self.create()
         self.db.bury(task, uuid, reason='no valid host', use_pending=True)
+        return uuid
+
+    def _make_shelved_offloaded(self):
+        # the offload's finish as the conductor makes it
+        # (conductor/results.py): every allocation freed, on no host
+        uuid = self.in_state(vm.SHELVED)
+        self.db.finish_task(self.start(uuid, 'shelve_offload'), uuid,
+                            values={'host': None}, settle=[{'free': {}}])
         return uuid
 
     def _make_hard_deleted(self):

@@ -81,8 +81,10 @@ FEATURES = {
     'rescue': (True, 'rescue, unrescue'),
     'stable_rescue': (False, 'no stable device rescue (2.87)'),
     'pause': (True, 'pause, unpause'),
-    'shelve': (False, 'no shelve'),
-    'shelve_migrate': (False, 'no shelve'),
+    'shelve': (True, 'shelve, shelveOffload, unshelve (2.77 zone, 2.91 '
+               'host); [compute] shelved_offload_time 0 on both sides'),
+    'shelve_migrate': (True, 'an unshelved server cold-migrates as any '
+                       'other'),
     'suspend': (True, 'suspend, resume'),
     'snapshot': (True, 'createImage to the image API'),
     'change_password': (True, 'changePassword'),

@@ -388,6 +388,15 @@ def _migrate_cold(args):
     return {'migrate': {'host': args.host} if args.host else None}
 
 
+def _unshelve(args):
+    body = {}
+    if args.host:
+        body['host'] = args.host
+    if args.availability_zone:
+        body['availability_zone'] = args.availability_zone
+    return {'unshelve': body or None}
+
+
 def _rescue(args):
     body = {}
     if args.image:
@@ -455,6 +464,17 @@ ACTIONS = (
                'or reclaimed.', _empty('tristate:softDelete')),
     ActionSpec('restore', 'Bring a soft-deleted server back.',
                _empty('restore')),
+    ActionSpec('shelve', 'Power off and save an image of the disk '
+               '(offloaded by [compute] shelved_offload_time).',
+               _empty('shelve')),
+    ActionSpec('shelve-offload', 'Remove a shelved server from its host '
+               '(admin).', _empty('shelveOffload')),
+    ActionSpec('unshelve', 'Start a shelved server again (an offloaded '
+               'one is scheduled and built from its snapshot).', _unshelve,
+               (_arg('--host', help='Host of an offloaded server (admin; '
+                                    'default: the scheduler picks).'),
+                _arg('--availability-zone', help='Zone of an offloaded '
+                                                 'server.'))),
     ActionSpec('force-delete', 'Hard-delete (same as delete).',
                _empty('forceDelete')),
     ActionSpec('reset-state', 'Admin: force vm_state active or error and '

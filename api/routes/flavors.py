@@ -37,6 +37,7 @@ from api import schemas
 from api import views
 from common import exception
 from common import flavors as flavors_mod
+from common import numa
 from common.db import flavors as flavors_db
 
 bp = flask.Blueprint('flavors', __name__, url_prefix='/v2.1')
@@ -261,9 +262,11 @@ def delete(flavor_id):
 
 # --- extra specs ------------------------------------------------------------------
 
-# The extra specs Tristate honours: the values that say what every guest
-# gets anyway (no CPU pinning; one NUMA node).
-HONOURED_SPECS = {'hw:cpu_policy': ('shared',), 'hw:numa_nodes': ('1',)}
+# The extra specs Tristate honours: ``hw:cpu_policy=shared`` (what every
+# guest gets anyway: no CPU pinning), and the guest NUMA cells
+# (``hw:numa_nodes``, ``hw:numa_cpus.N``, ``hw:numa_mem.N``: common/numa.py,
+# whose values are checked there as Nova's validators check them).
+HONOURED_SPECS = {'hw:cpu_policy': ('shared',)}
 # The namespaces Nova's scheduler and drivers act on (Nova's validators,
 # ``nova.api.validation.extra_specs``), and the two unscoped keys it knows:
 # a key there that Tristate does not honour would be stored and ignored,
@@ -288,14 +291,17 @@ def acted_on(key):
 def _spec_values(specs):
     values = {key: str(value) for key, value in specs.items()}
     for key, value in sorted(values.items()):
-        if acted_on(key) and value not in HONOURED_SPECS.get(key, ()):
+        if numa.is_numa_key(key):
+            numa.check_spec(key, value)
+        elif acted_on(key) and value not in HONOURED_SPECS.get(key, ()):
             raise exception.Invalid(
                 'Invalid input for field/attribute extra_specs.%s. Value: '
                 '%s. Not supported: of the extra specs Nova acts on, '
                 'Tristate honours only %s (keys in other namespaces are '
                 'stored, and nothing acts on them)' % (key, value, ', '.join(
                     '%s=%s' % (k, v[0])
-                    for k, v in sorted(HONOURED_SPECS.items()))))
+                    for k, v in sorted(HONOURED_SPECS.items())) + (
+                        ', hw:numa_nodes, hw:numa_cpus.N and hw:numa_mem.N')))
     return values
 
 

@@ -66,6 +66,15 @@ opts = [
                      'is created (the server then shows config_drive '
                      '"True"). Default: false (a drive only when the '
                      'create asks for one).'),
+    cfg.IntOpt('shelved_offload_time', default=0, min=-1,
+               help='Seconds a shelved server keeps its place on its host '
+                    'before it is offloaded (its domain and disk removed, '
+                    'its host\'s resources freed; Nova\'s option). Read by '
+                    'the conductors: 0 offloads at once after the shelve; '
+                    'N > 0 by their periodic sweep ([conductor] '
+                    'periodic_interval) once the server was shelved N '
+                    'seconds ago; -1 never (only shelveOffload does). '
+                    'Range >= -1; default 0.'),
     cfg.IntOpt('shutdown_timeout', default=60, min=0,
                help='Seconds a clean (ACPI) shutdown may take before the '
                     'domain is destroyed. Range >= 0; default 60; 0 destroys '

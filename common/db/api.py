@@ -48,6 +48,7 @@ from common.db import power as power_db
 from common.db import prepared
 from common.db import quotas
 from common.db import server_groups as groups_db
+from common.db import shelving
 from common.db.prepared import bind
 from common.states import vm
 
@@ -59,7 +60,8 @@ TABLE = actions.TABLE
 
 # Columns a finishing task may set besides the states (resize, rebuild, ...).
 FINISH_COLUMNS = frozenset({'host', 'flavor_name', 'vcpus', 'memory_mb',
-                            'disk_gb', 'image_ref', 'launched_at'})
+                            'disk_gb', 'image_ref', 'launched_at',
+                            'shelved_at', 'shelved_image_id'})
 CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'vcpus', 'memory_mb', 'disk_gb', 'image_ref',
                             'user_shutdown_policy', 'crash_policy',
@@ -68,7 +70,7 @@ CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'availability_zone', 'key_name', 'key_data',
                             'user_data', 'config_drive', 'access_ip_v4',
                             'access_ip_v6', 'hostname',
-                            'auto_disk_config'})
+                            'auto_disk_config', 'numa_cells'})
 # Claims checked against the project's quota (the others hold what they held).
 QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,
@@ -235,7 +237,7 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
               aggregates.AggregatesMixin, moves.MovesMixin,
               networks_db.NetworksMixin, keypairs_db.KeyPairsMixin,
               groups_db.ServerGroupsMixin,
-              evacuations.EvacuationsMixin):
+              evacuations.EvacuationsMixin, shelving.ShelvingMixin):
     """Conditional-update API over one :class:`~common.db.engine.Database`.
 
     ``clock`` returns the current naive-UTC datetime; tests inject their own.
@@ -532,11 +534,15 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
         ``{'free': {'purpose': P, 'host': H}}`` (both optional) or
         ``{'promote': P}`` (rows of purpose P become the instance's own) or
         ``{'end_moves': True}`` (a move ends without moving: see
-        :meth:`common.db.domains.DomainsMixin._end_moves`). With ``'doom':
+        :meth:`common.db.domains.DomainsMixin._end_moves`) or ``{'unplace':
+        True}`` (on no host: a failed unshelve). With ``'doom':
         True`` beside ``free``, the hosts freed other than the instance's
         own get doomed marks (the copy a cold move left there)."""
         if op.get('end_moves'):
             self._end_moves(conn, instance_uuid)
+        if op.get('unplace'):       # a failed unshelve: on no host again
+            conn.execute(sa.update(I).where(
+                I.c.uuid == instance_uuid).values(host=None))
         if 'free' in op:
             freed = self._free_allocations(conn, instance_uuid, **op['free'])
             if op.get('doom'):

@@ -20,7 +20,8 @@ What is checked, and where the rule comes from:
   scheduler's); the scheduler's stored weigher ``free_memory_mb`` is
   ``memory_mb x ram_ratio - used_memory_mb``.
 * server groups: a hard policy holds where its members hold allocations.
-* instances: a HARD_DELETED one holds no allocation; an idle one holds its
+* instances: a HARD_DELETED one holds no allocation, nor does an idle
+  SHELVED_OFFLOADED one, which is placed on no host; an idle one holds its
   own allocation on its own host only, a resize's only while RESIZED (or
   ERROR after a failed confirm or revert), a migration's never; every
   vm_state is one the action table can reach.
@@ -312,6 +313,13 @@ def _allocations_of(inst, held):
         return
     if inst['task_id'] is not None:
         return          # a migration or a resize holds two places meanwhile
+    if inst['vm_state'] == vm.SHELVED_OFFLOADED:
+        # seed 000: an offloaded instance holds no host resources
+        if held or inst['host']:
+            yield _inst(inst, 'is shelved_offloaded but %s' % (
+                'holds ' + _describe(held) if held
+                else 'is placed on host %s' % inst['host']))
+        return
     elsewhere = [a for a in held if a['purpose'] == 'instance'
                  and a['host'] != inst['host']]
     if elsewhere:

@@ -132,6 +132,12 @@ class Instance(Base):
     # Nova's OS-DCF:diskConfig: True AUTO, False (or None: made before it
     # was kept) MANUAL. What each means on Tristate: the operator guide.
     auto_disk_config: Mapped[bool | None] = mapped_column(Boolean)
+    # The guest's NUMA cells (common/numa.py), null for one cell; shelving:
+    # when it was shelved (the offload sweep's clock) and the snapshot it
+    # is unshelved from (migration 0019).
+    numa_cells: Mapped[list | None] = mapped_column(JSON)
+    shelved_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
+    shelved_image_id: Mapped[str | None] = mapped_column(String(36))
 
 
 class Host(Base):

@@ -21,7 +21,8 @@ A domain's record (``domains/<uuid>.json``)::
      rescued, rescue_image_ref, snapshots, seq, last_op, broken_by,
      updated_at, rescue_password_sha256, snapshot_ids (when set),
      ports (the build's ports, checked: what the libvirt driver makes
-     ``<interface>`` elements of; moves with a migration)}
+     ``<interface>`` elements of; moves with a migration),
+     numa_cells (the guest's NUMA cells, [] for one: common/numa.py)}
 
 and the host's faults (in ``host.json``)::
 
@@ -378,9 +379,11 @@ class FakeDriver(driver.ComputeDriver):
                     'ports') or ()]}
 
     def spawn(self, uuid, *, name, flavor, image_ref, config_drive=None,
-              ports=()):
+              ports=(), numa_cells=None):
         rec = _new_record(uuid, name, flavor, image_ref)
         rec['ports'] = net_ports.checked(ports)
+        # the guest's NUMA cells, as a libvirt domain's <cpu><numa> says
+        rec['numa_cells'] = list(numa_cells or ())
         # the config drive's path, as a libvirt domain's CD-ROM would hold it
         rec['config_drive'] = config_drive
         self._run('spawn', uuid, new=rec)

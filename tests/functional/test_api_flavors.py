@@ -81,8 +81,9 @@ def test_extra_specs(url, member_token):
     # what Nova acts on and Tristate does not is refused, naming the key,
     # and not stored
     for refused in ({'hw:cpu_policy': 'dedicated'}, {'quota:cpu_shares': 7},
-                    {'hw:numa_nodes': '2'}, {'resources1:VCPU': '1'},
-                    {'group_policy': 'none'}):
+                    {'hw:numa_nodes': '0'}, {'hw:numa_nodes': 'two'},
+                    {'hw:numa_cpus.0': '0-x'}, {'hw:numa_mem.1': '0'},
+                    {'resources1:VCPU': '1'}, {'group_policy': 'none'}):
         with pytest.raises(nova_exc.BadRequest,
                            match='extra_specs.%s' % next(iter(refused))):
             flavor.set_keys(refused)

@@ -20,6 +20,11 @@ the same without a model (libxl gives an HVM guest an emulated card and a
 PV one, the guest's PV driver takes over) and without ``<mtu>`` (Xen's
 vif-bridge script gives the vif the bridge's MTU). The domain's libvirt name is
 ``tristate-<uuid>``: instance names need not be unique, domain names must.
+
+A guest with NUMA cells (a flavor's ``hw:numa_nodes`` > 1,
+:mod:`common.numa`) gets them as ``<cpu><numa><cell/>...`` in either
+template (libxl makes them the Xen guest's vNUMA nodes); a definition
+regenerated from the domain's own XML keeps them (:func:`numa_of`).
 """
 
 import json
@@ -85,6 +90,7 @@ $metadata
     <boot dev='hd'/>
   </os>
   <features><acpi/><apic/><pae/></features>
+$cpu
   <clock offset='utc'/>
   <on_poweroff>preserve</on_poweroff>
   <on_reboot>restart</on_reboot>
@@ -140,14 +146,15 @@ def domain_name(uuid):
 
 def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
                arch='x86_64', cpu_mode='host-model', config_drive=None,
-               console_log=None, serial_tcp=None, ports=()):
+               console_log=None, serial_tcp=None, ports=(), numa_cells=None):
     """The domain XML. ``disks``: [(path, format)], the boot disk first;
     ``config_drive``: an ISO's path, attached read-only as a CD-ROM.
     ``console_log``: the file the serial console is logged to (KVM/QEMU);
     ``serial_tcp``: (address, port) of the serial console's TCP listener,
     or None for a pty (see :func:`serial_xml`). ``ports``: checked port
     dicts (:func:`compute_agent.net.ports.checked`), one ``<interface>``
-    each, in order."""
+    each, in order. ``numa_cells``: the guest's NUMA cells
+    (:mod:`common.numa`), a ``<numa>`` in its ``<cpu>``."""
     template, prefix, bus, nic_model = _FLAVOURS[virt_type]
     cdrom = ''
     if config_drive:
@@ -161,12 +168,44 @@ def domain_xml(*, virt_type, uuid, name, flavor, image_ref, disks,
         metadata=_metadata(name, flavor, image_ref, ports),
         interfaces=_interfaces(ports, nic_model, mtu=virt_type != 'xen'),
         memory_mb=int(flavor.memory_mb), vcpus=int(flavor.vcpus),
-        cpu=("  <cpu mode='%s'/>" % cpu_mode
-             if virt_type == 'kvm' and cpu_mode != 'none' else ''),
+        cpu=_cpu(virt_type, cpu_mode, numa_cells),
         disks='\n'.join(_DISK.substitute(fmt=fmt, path=quoteattr(path),
                                          dev=prefix + chr(ord('a') + i),
                                          bus=bus)
                         for i, (path, fmt) in enumerate(disks)) + cdrom)
+
+
+def _cpu(virt_type, cpu_mode, numa_cells):
+    """The ``<cpu>`` element: KVM's CPU model, and the guest's NUMA cells
+    (KVM, QEMU, and Xen, where libxl makes them the guest's vNUMA nodes);
+    empty when there is neither."""
+    mode = (" mode='%s'" % cpu_mode
+            if virt_type == 'kvm' and cpu_mode != 'none' else '')
+    if not numa_cells:
+        return '  <cpu%s/>' % mode if mode else ''
+    cells = '\n'.join(
+        "      <cell id='%d' cpus='%s' memory='%d' unit='MiB'/>"
+        % (int(c['id']), escape(str(c['cpus'])), int(c['memory_mb']))
+        for c in numa_cells)
+    return '  <cpu%s>\n    <numa>\n%s\n    </numa>\n  </cpu>' % (mode, cells)
+
+
+def numa_of(xml):
+    """The NUMA cells of a definition's ``<cpu>``, as
+    :func:`domain_xml` takes them (None when it has none)."""
+    cells = ElementTree.fromstring(xml).findall('cpu/numa/cell')
+    if not cells:
+        return None
+    return [{'id': int(c.get('id')), 'cpus': c.get('cpus'),
+             'memory_mb': _mib(c.get('memory'), c.get('unit', 'KiB'))}
+            for c in cells]
+
+
+def _mib(value, unit):
+    scale = {'KiB': 1024, 'k': 1024, 'K': 1024, 'MiB': 1, 'M': 1,
+             'GiB': 1 / 1024, 'G': 1 / 1024, 'b': 1024 * 1024,
+             'bytes': 1024 * 1024}
+    return int(int(value) / scale.get(unit, 1024))
 
 
 # The guest's serial port, logged by libvirt (virtlogd, which rotates the

@@ -78,7 +78,8 @@ class DetourOps:
             config_drive=config_drive,
             console_log=self._console_log(dom.UUIDString()),
             serial_tcp=config.serial_tcp_of(xml),
-            ports=config.ports_of(xml) if ports is None else ports)
+            ports=config.ports_of(xml) if ports is None else ports,
+            numa_cells=config.numa_of(xml))
 
     def _roll_back(self, dom, xml, was_running, what, err):
         """Put definition ``xml`` back, running as before; always raises."""

@@ -480,11 +480,12 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
     # --- lifecycle --------------------------------------------------------------
 
     def spawn(self, uuid, *, name, flavor, image_ref, image=None,
-              config_drive=None, ports=()):
+              config_drive=None, ports=(), numa_cells=None):
         """``image``: the cached image (:class:`~compute_agent.imagecache.
         CachedImage`) the agent fetched for ``image_ref``; without it, the
         driver's own ``images`` source is asked (tests). ``ports``: the
-        task's ports (one ``<interface>`` each, kept in the metadata)."""
+        task's ports (one ``<interface>`` each, kept in the metadata).
+        ``numa_cells``: the guest's NUMA cells (:mod:`common.numa`)."""
         ports = net_ports.checked(ports)
         self._cleanup_before_allocation()
         try:
@@ -492,7 +493,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                     self._book.busy(uuid):
                 self.connection.run(lambda conn: self._spawn(
                     conn, uuid, name, flavor, image_ref, base, config_drive,
-                    ports),
+                    ports, numa_cells),
                     retry=False)
         except libvirt.libvirtError as err:
             raise VirtError('spawn of domain %s on host %s failed: %s'
@@ -522,7 +523,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         return self.connection.run(read)
 
     def _spawn(self, conn, uuid, name, flavor, image_ref, image,
-               config_drive=None, ports=()):
+               config_drive=None, ports=(), numa_cells=None):
         if self._lookup(conn, uuid) is not None:
             raise VirtError('domain %s already exists on host %s'
                             % (uuid, self.host))
@@ -538,7 +539,8 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                     cpu_mode=self.cpu_mode, disks=[(files.disk, fmt)],
                     config_drive=config_drive,
                     console_log=self._console_log(uuid),
-                    serial_tcp=self._serial_tcp(conn), ports=ports))
+                    serial_tcp=self._serial_tcp(conn), ports=ports,
+                    numa_cells=numa_cells))
             self._start(dom)
         except BaseException:
             self._forget_domain(dom)

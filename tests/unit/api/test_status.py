@@ -11,8 +11,9 @@ from common.states import vm
 
 NOVA_STATUSES = {'ACTIVE', 'BUILD', 'DELETED', 'ERROR', 'HARD_REBOOT',
                  'MIGRATING', 'PASSWORD', 'PAUSED', 'REBOOT', 'REBUILD',
-                 'RESCUE', 'RESIZE', 'REVERT_RESIZE', 'SHUTOFF',
-                 'SOFT_DELETED', 'SUSPENDED', 'VERIFY_RESIZE'}
+                 'RESCUE', 'RESIZE', 'REVERT_RESIZE', 'SHELVED',
+                 'SHELVED_OFFLOADED', 'SHUTOFF', 'SOFT_DELETED',
+                 'SUSPENDED', 'VERIFY_RESIZE'}
 OLD = microversion.APIVersion(2, 100)
 
 

@@ -110,7 +110,7 @@ def test_iteration_yields_source_action_target_triples():
 def test_admin_only_actions():
     admin = {name for name, spec in TABLE.actions.items() if spec.admin_only}
     assert admin == {'live_migrate', 'migrate', 'evacuate', 'evacuate_stopped',
-                     'reset_state'}
+                     'reset_state', 'shelve_offload'}
 
 
 def test_unknown_action_names_the_known_ones():

@@ -56,7 +56,7 @@ def test_no_transitional_names_are_vm_states():
     for name in ('rebuilding', 'migrating', 'resizing', 'shutoff',
                  'resize_verify', 'building', 'deleted'):
         assert name not in states.VM_STATES
-    assert len(set(states.VM_STATES)) == len(states.VM_STATES) == 11
+    assert len(set(states.VM_STATES)) == len(states.VM_STATES) == 13
 
 
 @pytest.mark.parametrize('value, seq', [

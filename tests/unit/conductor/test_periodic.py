@@ -18,6 +18,8 @@ class _Jobs:
     def __init__(self, reap):
         self.reap = reap
         self.reclaim = self.run_due = lambda *args: 3
+        self.shelving = self        # the shelved-offload sweep
+        self.sweep = lambda *args: 4
 
 
 def test_a_job_the_database_refuses_is_skipped_in_one_line(caplog):
@@ -25,7 +27,7 @@ def test_a_job_the_database_refuses_is_skipped_in_one_line(caplog):
                                  interval=1, clock=lambda: 0, beat=_down)
     with caplog.at_level(logging.WARNING, logger='conductor.periodic'):
         done = jobs.run_once()
-    assert done == {'reclaimed': 3}
+    assert done == {'reclaimed': 3, 'shelved': 4}
     assert [(r.levelname, r.exc_info) for r in caplog.records] == [
         ('WARNING', None)] * 2
     assert 'Periodic job reaped skipped: The database is unavailable' in (

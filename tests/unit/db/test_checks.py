@@ -186,6 +186,19 @@ def test_a_hard_deleted_instance_holding_resources(statedb, clock, instances):
           'instance allocation')
 
 
+def test_an_offloaded_instance_holding_resources_or_a_host(statedb, clock,
+                                                           instances):
+    # seed 000: a shelved-offloaded VM holds no host resources
+    holding = instances.in_state(vm.SHELVED)
+    _update(statedb, I, I.c.uuid == holding, vm_state=vm.SHELVED_OFFLOADED)
+    _only(_violations(statedb, clock), holding, 'shelved_offloaded but holds',
+          'instance allocation')
+    statedb.db.transaction(lambda conn: statedb._free_allocations(conn,
+                                                                  holding))
+    _only(_violations(statedb, clock), holding,
+          'shelved_offloaded but is placed on host %s' % instances.host)
+
+
 def test_an_idle_instance_holding_another_hosts_resources(statedb, clock,
                                                           instances):
     uuid = instances.active()

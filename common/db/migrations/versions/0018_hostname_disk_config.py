@@ -7,7 +7,7 @@ its name (common/hostnames.py). ``auto_disk_config`` is true for AUTO,
 false for MANUAL, null for a server made before it was kept (shown as
 MANUAL, what Tristate answered until then).
 
-Revision ID: 0020
+Revision ID: 0018
 Revises: 0017
 Create Date: 2026-11-27
 """
@@ -15,7 +15,7 @@ Create Date: 2026-11-27
 from alembic import op
 import sqlalchemy as sa
 
-revision = '0020'
+revision = '0018'
 down_revision = '0017'
 branch_labels = None
 depends_on = None
