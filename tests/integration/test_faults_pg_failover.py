@@ -52,6 +52,7 @@ from .conftest import size
 from .test_faults_postgres import Client
 from .test_faults_postgres import Load
 from .test_faults_postgres import _assert_every_task_ended
+from .test_faults_postgres import _refused_results
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgresql]
 
@@ -266,6 +267,10 @@ def _scenario(plane, pair):
     _assert_every_task_ended(plane, [i['uuid'] for i in everything])
     running, last, failed = _in_flight(plane, [i['uuid'] for i in everything],
                                        crash, promoted_utc)
+    assert running >= 1, 'no task met the switch: nothing was proved'
+    for inst in plane.statedb.list_instances(include_deleted=True):
+        if inst['vm_state'] == vm.HARD_DELETED and inst['host']:
+            plane.wait_destroyed(inst, END_DEADLINE)
     assert plane.violations() == []
     for answer in client.since(promoted):
         if answer.op == 'create' and answer.status == 202:
@@ -281,10 +286,12 @@ def _scenario(plane, pair):
           'failed (all 503 "database is unavailable"); longest stall: %.1f s '
           'with no request answered well, slowest request %.2f s (%s %d at '
           '%.1f s); first success %.2f s after the promotion (%.2f s after '
-          'the crash); %d tasks were running at the crash, the last ended '
-          '%.1f s after the promotion; %d tasks failed%s'
+          'the crash); %d task(s) running at the crash, the last ended '
+          '%.1f s after the promotion; %d result(s) refused by the conductor '
+          'and sent again; %d task(s) failed%s'
           % (killed, promoting - killed, promoted - promoting,
              len(client.answers), len(client.created), len(failures), gap,
              slowest.took, slowest.op, slowest.status, slowest.sent,
              recovered - promoted, recovered - killed, running, last,
-             len(failed), ''.join('\n  %s: %s' % f for f in failed)))
+             len(_refused_results(plane)), len(failed),
+             ''.join('\n  %s: %s' % f for f in failed)))
