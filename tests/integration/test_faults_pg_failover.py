@@ -5,10 +5,10 @@ Issue 26. The test starts its own PostgreSQL pair (Debian's server,
 ``wal_level = replica`` and a replication user allowed from loopback only,
 and a hot standby made by ``pg_basebackup -R`` (``standby.signal``) that
 streams from it, the primary committing synchronously to it. The plane runs
-as separate processes (``tristate-api``, a conductor, two agents on the
-fake hypervisor) given one multi-host libpq URL naming both servers with
-``target_session_attrs=read-write``, as the operator guide's "Scaling out"
-section recommends.
+as separate processes (``tristate-api``, a conductor (two at full size),
+two agents on the fake hypervisor) given one multi-host libpq URL naming
+both servers with ``target_session_attrs=read-write``, as the operator
+guide's "Scaling out" section recommends.
 
 Under a load of builds, actions, looks and hard deletes through the REST
 API, the primary is stopped hard (``pg_ctl stop -m immediate``: every
@@ -61,6 +61,7 @@ PG_BIN = '/usr/lib/postgresql/15/bin'
 # Seconds between the primary's crash and the promotion: what a failover
 # manager takes to notice and decide (Patroni: its ttl, 30 s by default).
 PROMOTE_AFTER = size(1.5, 5)
+CONDUCTORS = size(1, 2)
 PRE_BUILT = size(2, 20)     # servers built before the load starts
 AFTER = size(1, 15)         # seconds of load after the first success
 API_RPC_TIMEOUT = 30        # what a hung request would wait for
@@ -209,6 +210,7 @@ def _assert_answers(client, killed, promoted):
 def test_primary_crash_and_promotion_under_load(request, tmp_path, broker,
                                                  pair):
     plane = Plane(tmp_path / 'plane', broker.url, db_url=pair.url,
+                  conductors=CONDUCTORS,
                   fake_driver={'vcpus': 256, 'memory_mb': 1024 * 1024,
                                'latency': {'spawn': 1, 'power_off': 0.5,
                                            'power_on': 0.5, 'reboot': 0.5}})
