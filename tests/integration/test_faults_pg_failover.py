@@ -5,7 +5,7 @@ Issue 26. The test starts its own PostgreSQL pair (Debian's server,
 ``wal_level = replica`` and a replication user allowed from loopback only,
 and a hot standby made by ``pg_basebackup -R`` (``standby.signal``) that
 streams from it, the primary committing synchronously to it. The plane runs
-as separate processes (``tristate-api``, a conductor (two at full size),
+as separate processes (``tristate-api``, two conductors,
 two agents on the fake hypervisor) given one multi-host libpq URL naming
 both servers with ``target_session_attrs=read-write``, as the operator
 guide's "Scaling out" section recommends.
@@ -28,46 +28,47 @@ on, checked here:
   hold on the new primary.
 
 Printed: the requests, the failures, the longest stall and the time to
-recover. Small in CI; ``TRISTATE_FAULTS_FULL=1`` (``tox -e faults``) runs
-more load for longer, with a longer wait before the promotion.
+recover. Run by ``tox -e faults`` (``TRISTATE_FAULTS_FULL=1``) only: its
+processes take the default suite's whole share of time to start. The small
+form there is tests/functional/test_pg_failover.py (the plane in one
+process, the same pair and URL).
 """
 
 import datetime
 import os
-import shutil
-import subprocess
-import tempfile
 import time
 
 import pytest
-import sqlalchemy as sa
 
 from common import states
 from common.states import vm
-from tests import daemon_support
 from tests import support
+from tests.pg_pair_support import running_pair
+from tests.pg_pair_support import serving_port
 
+from .conftest import FULL_ENV
 from .conftest import Plane
-from .conftest import size
 from .test_faults_postgres import Client
 from .test_faults_postgres import Load
 from .test_faults_postgres import _assert_every_task_ended
 from .test_faults_postgres import _refused_results
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgresql]
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgresql,
+              pytest.mark.skipif(
+                  os.environ.get(FULL_ENV) != '1',
+                  reason='full size only (tox -e faults); the default suite '
+                  'runs tests/functional/test_pg_failover.py')]
 
-SCRIPT = os.path.join(daemon_support.SOURCE_ROOT, 'tools', 'test-services.sh')
-PG_BIN = '/usr/lib/postgresql/15/bin'
 # Seconds between the primary's crash and the promotion: what a failover
 # manager takes to notice and decide (Patroni: its ttl, 30 s by default).
-PROMOTE_AFTER = size(1.5, 5)
-CONDUCTORS = size(1, 2)
-PRE_BUILT = size(2, 20)     # servers built before the load starts
-AFTER = size(1, 15)         # seconds of load after the first success
+PROMOTE_AFTER = 5
+CONDUCTORS = 2
+PRE_BUILT = 20              # servers built before the load starts
+AFTER = 15                  # seconds of load after the first success
 API_RPC_TIMEOUT = 30        # what a hung request would wait for
 SLOW_ANSWER = 10.0          # seconds: no request may take longer
 RECOVERY = 15.0             # seconds from the promotion to a 2xx again
-END_DEADLINE = size(90, 300)
+END_DEADLINE = 300
 OK = (200, 202, 204, 409)
 
 
@@ -80,84 +81,13 @@ class Requests(Client):
         return answer
 
 
-class Pair:
-    """A primary and its streaming standby, in a directory of their own
-    that the postgres user can enter; :attr:`url` names both."""
-
-    def __init__(self):
-        self.path = tempfile.mkdtemp(prefix='tristate-pgha-')
-        os.chmod(self.path, 0o755)
-        self.ports = None
-        self.url = None
-
-    def _run(self, *args, timeout=120):
-        done = subprocess.run([SCRIPT, 'pgpair', self.path, *args],
-                              capture_output=True, text=True, check=False,
-                              timeout=timeout)
-        assert done.returncode == 0, 'pgpair %s failed (%d): %s%s' % (
-            ' '.join(args), done.returncode, done.stdout, done.stderr)
-
-    def start(self):
-        primary = support.free_port()
-        standby = next(p for p in iter(support.free_port, None)
-                       if p != primary)
-        self.ports = (primary, standby)
-        self._run('start', str(primary), str(standby))
-        admin = sa.create_engine(
-            'postgresql+psycopg2://postgres@127.0.0.1:%d/postgres' % primary,
-            isolation_level='AUTOCOMMIT')
-        with admin.connect() as conn:
-            conn.exec_driver_sql('CREATE DATABASE tristate')
-        admin.dispose()
-        self.url = ('postgresql+psycopg2://postgres@/tristate?'
-                    'host=127.0.0.1:%d&host=127.0.0.1:%d'
-                    '&target_session_attrs=read-write' % self.ports)
-        return self
-
-    def kill_primary(self):
-        """``pg_ctl stop -m immediate``: sessions cut, nothing flushed."""
-        self._run('primary', 'kill')
-
-    def promote(self):
-        """``pg_ctl promote``; returns once the standby takes writes."""
-        self._run('promote')
-
-    def stop(self, logs):
-        """Stop whatever still runs, keep the servers' logs in ``logs``,
-        remove the rest."""
-        self._run('stop')
-        logs.mkdir(exist_ok=True)
-        for name in ('primary.log', 'standby.log', 'basebackup.log'):
-            found = os.path.join(self.path, 'pgpair', name)
-            if os.path.exists(found):
-                shutil.copy(found, logs / name)
-        shutil.rmtree(self.path, ignore_errors=True)
-
-
 @pytest.fixture
 def pair(tmp_path):
-    missing = [name for name in ('initdb', 'pg_basebackup', 'pg_ctl')
-               if not os.path.exists(os.path.join(PG_BIN, name))]
-    reason = ('PostgreSQL 15 (%s) is not installed' % ', '.join(missing)
-              if missing else None)
-    if not missing and os.geteuid() != 0:
-        reason = 'the PostgreSQL pair runs as user postgres: needs root'
-    if reason:
-        if os.environ.get('CI') == 'true':
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    made = Pair()
-    try:
-        yield made.start()
-    finally:
-        made.stop(tmp_path / 'pg-logs')
+    yield from running_pair(tmp_path / 'pg-logs')
 
 
 def _serving_port(plane):
-    """The port of the server the plane's database URL leads to now."""
-    return plane.statedb.db.transaction(
-        lambda conn: conn.exec_driver_sql(
-            'SELECT inet_server_port()').scalar(), readonly=True)
+    return serving_port(plane.statedb.db)
 
 
 def _stalls(answers):
