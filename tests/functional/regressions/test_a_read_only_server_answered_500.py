@@ -1,24 +1,27 @@
 """A write that met a read-only PostgreSQL server failed with a 500, for good.
 
 During a failover a client can reach a server that only reads: a hot
-standby not promoted yet, when the URL names one host behind a moving
-address, a proxy or pgBouncer, or without ``target_session_attrs=
-read-write``. PostgreSQL refuses the write with SQLSTATE 25006 ("cannot
-execute INSERT in a read-only transaction"). :mod:`common.db.engine` took
-that for a bug, not for an unavailable database: the request answered 500
-instead of 503, and the pooled session to the read-only server was kept, so
-even after the switch that pooled connection refused every write it was
-given. Found by the primary/standby failover test
-(tests/integration/test_faults_pg_failover.py) while writing its
-pgBouncer advice. Fixed: a read-only refusal is transient (retried, then
-:class:`~common.exception.DBUnavailable`: 503) and drops the connection
-from the pool as a lost one is, so the next attempt connects again and
-finds the server that takes writes.
+standby, when the URL names one host behind an address or a proxy that
+moves, or lacks ``target_session_attrs=read-write``. PostgreSQL refuses the
+write with SQLSTATE 25006 ("cannot execute INSERT in a read-only
+transaction"). :mod:`common.db.engine` took that for a bug, not for an
+unavailable database: the request failed at once with an unexpected error
+(the API's 500) instead of being retried and answered 503, and the pooled
+session was kept: on a standby that is not the one promoted (two standbys,
+another one chosen), or on a server read-only by its settings, that
+connection refused every write it was given from then on. Found while
+writing the primary/standby failover scenario of issue 26 and its pgBouncer
+advice (the failover test itself, whose multi-host URL passes standbys
+over, never meets it). Fixed: a read-only refusal is transient (retried,
+then :class:`~common.exception.DBUnavailable`: 503) and drops the
+connection from the pool as a lost one is, so the next attempt connects
+again and finds the server that takes writes.
 
 Here the server turns read-only as a standby is to a client: its sessions
 are cut and new ones may only read (``default_transaction_read_only``),
-then, "promoted", it takes writes again. Both ways a statement runs are
-checked: SQLAlchemy Core and :mod:`common.db.prepared`.
+then, "promoted", it takes writes again (for new sessions only: an old one
+would refuse still). Both ways a statement runs are checked: SQLAlchemy
+Core and :mod:`common.db.prepared`.
 """
 
 import uuid as uuidlib
