@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(python3 python3-venv python3-dev gcc pkg-config libvirt-dev postgresql rabbitmq-server util-linux openssl
-          libvirt-daemon-system qemu-system-x86 qemu-utils haproxy
+          libvirt-daemon-system qemu-system-x86 qemu-utils haproxy pgbouncer
           mtools syslinux syslinux-common fdisk    # these four: tools/build-test-image.sh
           dnsmasq-base busybox-static              # the agent's DHCP and its tests' client
           openssh-client)                          # SSH into the test guest (its dropbear)

@@ -13,6 +13,10 @@
 #   tools/test-services.sh cluster DIR node I start|stop|kill | ctl I ARGS...
 #       a three-node RabbitMQ cluster of its own (see "a three-node
 #       RabbitMQ cluster" below; tests/integration/test_faults_cluster.py)
+#   tools/test-services.sh pgpair DIR start PRIMARY_PORT STANDBY_PORT | stop
+#   tools/test-services.sh pgpair DIR primary|standby stop|kill | promote
+#       a PostgreSQL primary and a streaming standby of its own (see "a
+#       primary and its streaming standby" below; test_faults_pg_failover.py)
 # PostgreSQL: a fresh cluster in DIR/pg (initdb + pg_ctl as user postgres).
 # RabbitMQ: a private node in DIR/rabbit (its own epmd port, Erlang cookie,
 # mnesia, logs, config and no plugins), run as user rabbitmq, stopped by PID.
@@ -27,11 +31,13 @@
 set -euo pipefail
 
 usage="usage: $0 start|stop DIR | $0 rabbit|pg|libvirtd DIR start|stop|kill
-       $0 cluster DIR start|stop | node I start|stop|kill | ctl I ARGS..."
+       $0 cluster DIR start|stop | node I start|stop|kill | ctl I ARGS...
+       $0 pgpair DIR start PRIMARY_PORT STANDBY_PORT | stop
+       $0 pgpair DIR primary|standby stop|kill | promote"
 cmd=${1:?$usage}
 dir=${2:?$usage}
-case "$cmd/${3:-}" in start/*|cluster/start) mkdir -p "$dir" ;; esac
-[ -d "$dir" ] || { case "$cmd/${3:-}" in stop/*|cluster/stop) exit 0 ;; esac; echo "no directory $dir" >&2; exit 1; }
+case "$cmd/${3:-}" in start/*|cluster/start|pgpair/start) mkdir -p "$dir" ;; esac
+[ -d "$dir" ] || { case "$cmd/${3:-}" in stop/*|cluster/stop|pgpair/stop) exit 0 ;; esac; echo "no directory $dir" >&2; exit 1; }
 dir=$(cd "$dir" && pwd)
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 pg_port=${TRISTATE_TEST_PG_PORT:-54329}
@@ -66,6 +72,84 @@ pg_server() {
 stop_pg() {
     [ -d "$dir/pg/data" ] || return 0
     pg_server fast || true
+}
+
+# --- a primary and its streaming standby ----------------------------------
+# DIR/pgpair/primary: initdb, wal_level=replica, a replication user
+# (replicator, with a password, allowed from 127.0.0.1 only). DIR/pgpair/
+# standby: pg_basebackup -R of it (standby.signal, primary_conninfo), a hot
+# standby. Once it streams, the primary commits synchronously
+# (synchronous_standby_names = '*'): what a client was told is committed is
+# on the standby too, so a promotion after the primary's crash loses none of
+# it. The promoted standby has no standby of its own and commits alone.
+pp=$dir/pgpair
+
+# pair_ctl NODE ARGS...: pg_ctl on NODE's data directory
+pair_ctl() { local node=$1; shift; as_postgres "$pg_bin/pg_ctl" -D "$pp/$node" "$@"; }
+
+pair_start_node() {
+    local port
+    port=$(cat "$pp/$1.port")
+    pair_ctl "$1" -l "$pp/$1.log" -w -t 60 \
+        -o "-h 127.0.0.1 -p $port -k $pp -c fsync=off -c max_connections=200" start >/dev/null
+}
+
+pair_psql() {
+    as_postgres "$pg_bin/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$pp" -p "$(cat "$pp/primary.port")" \
+        -U postgres -d postgres -c "$1"
+}
+
+pair_start() {
+    [ -n "$pg_bin" ] || { echo "PostgreSQL server binaries not found" >&2; exit 1; }
+    local primary_port=${1:?$usage} standby_port=${2:?$usage} password n
+    mkdir -p "$pp"
+    chown postgres:postgres "$pp"
+    chmod 700 "$pp"
+    echo "$primary_port" >"$pp/primary.port"
+    echo "$standby_port" >"$pp/standby.port"
+    as_postgres "$pg_bin/initdb" -D "$pp/primary" -A trust -U postgres -N >"$pp/initdb.log"
+    printf '%s\n' 'wal_level = replica' 'max_wal_senders = 4' 'hot_standby = on' \
+        >>"$pp/primary/postgresql.conf"
+    # Clients (user postgres) from the socket and loopback; replication
+    # only as replicator, with its password, from loopback.
+    printf '%s\n' 'local all postgres trust' 'host all postgres 127.0.0.1/32 trust' \
+        'host replication replicator 127.0.0.1/32 scram-sha-256' >"$pp/primary/pg_hba.conf"
+    pair_start_node primary
+    password=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+    pair_psql "CREATE ROLE replicator WITH REPLICATION LOGIN PASSWORD '$password'"
+    # -R writes standby.signal and primary_conninfo (with the password).
+    PGPASSWORD=$password as_postgres "$pg_bin/pg_basebackup" -h 127.0.0.1 -p "$primary_port" \
+        -U replicator -D "$pp/standby" -R -X stream -c fast -N >"$pp/basebackup.log" 2>&1
+    pair_start_node standby
+    for n in $(seq 1 300); do
+        [ "$(pair_psql "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")" = 1 ] && break
+        [ "$n" = 300 ] && { echo "the standby does not stream" >&2; exit 1; }
+        sleep 0.1
+    done
+    pair_psql "ALTER SYSTEM SET synchronous_standby_names = '*'"
+    pair_psql "SELECT pg_reload_conf()" >/dev/null
+    echo "export TRISTATE_TEST_PG_PRIMARY=127.0.0.1:$primary_port"
+    echo "export TRISTATE_TEST_PG_STANDBY=127.0.0.1:$standby_port"
+}
+
+pair_stop() {
+    local node
+    for node in primary standby; do
+        if [ -f "$pp/$node/postmaster.pid" ]; then
+            pair_ctl "$node" -m fast -w stop >/dev/null || true
+        fi
+    done
+}
+
+pair_cmd() {
+    case "${1:-}/${2:-}" in
+        start/*) shift; pair_start "$@" ;;
+        stop/) pair_stop ;;
+        primary/stop|standby/stop) pair_ctl "$1" -m fast -w stop >/dev/null ;;
+        primary/kill|standby/kill) pair_ctl "$1" -m immediate -w stop >/dev/null ;;
+        promote/) pair_ctl standby -w -t 60 promote >/dev/null ;;
+        *) echo "$usage" >&2; exit 2 ;;
+    esac
 }
 
 # --- RabbitMQ ---------------------------------------------------------------
@@ -544,6 +628,7 @@ case "$cmd" in
             *) echo "$usage" >&2; exit 2 ;;
         esac ;;
     cluster) shift 2; cluster_cmd "$@" ;;
+    pgpair) shift 2; pair_cmd "$@" ;;
     pg)
         case "${3:-}" in
             start) pg_server start ;;

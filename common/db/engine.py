@@ -4,8 +4,10 @@ A :class:`Database` owns one SQLAlchemy engine. Every unit of work is a
 function of a connection run by :meth:`Database.transaction`, which retries
 the *whole* transaction (with tenacity, exponential backoff, bounded) when it
 fails for a transient reason: a deadlock or serialization failure, a lost
-connection, SQLite's "database is locked". After the bound the caller gets
-:class:`~common.exception.DBUnavailable` naming the attempts and the cause.
+connection, a server that only reads (a standby during a failover: its
+connection is dropped too), SQLite's "database is locked". After the bound
+the caller gets :class:`~common.exception.DBUnavailable` naming the attempts
+and the cause.
 
 SQLite runs in WAL mode; write transactions start with ``BEGIN IMMEDIATE`` so
 that two writers queue for the lock instead of failing half-way through.
@@ -53,6 +55,14 @@ def is_transient(err):
     return type(orig).__module__.startswith('psycopg')
 
 
+def _read_only_is_lost(context):
+    """A write refused by a server that only reads (a standby, during a
+    failover) is handled as a lost connection: retried on a new one, the
+    pool's older connections recycled (see :func:`prepared.read_only`)."""
+    if prepared.read_only(context.original_exception):
+        context.is_disconnect = True
+
+
 def default_sqlite_url(state_dir):
     os.makedirs(state_dir, exist_ok=True)
     return 'sqlite:///%s' % os.path.join(state_dir, 'tristate.sqlite')
@@ -90,6 +100,7 @@ class Database:
                 self.url, pool_size=pool_size, max_overflow=max_overflow,
                 pool_timeout=pool_timeout, pool_pre_ping=False,
                 future=True)
+            event.listen(self.engine, 'handle_error', _read_only_is_lost)
             self._write_lock = contextlib.nullcontext()
         self._readonly = self.engine.execution_options(tristate_readonly=True)
 

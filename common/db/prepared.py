@@ -200,13 +200,29 @@ class Plain:
         return Outcome(result.rowcount, rows)
 
 
+# SQLSTATE read_only_sql_transaction: the session is on a server that only
+# reads (a hot standby, or a primary being demoted).
+READ_ONLY = '25006'
+
+
+def read_only(err):
+    """True if the driver's error ``err`` says the server only reads. Its
+    session is no more use than a lost one: during a failover it is on the
+    old side (a standby not yet promoted, reached through a proxy or an
+    address that moves), and only a new connection can find the server
+    that takes writes."""
+    return getattr(err, 'pgcode', None) == READ_ONLY
+
+
 def wrapped(conn, dbapi_conn, cursor, sql, values, err):
     """``err`` as SQLAlchemy raises a driver's error: a ``DBAPIError``
     subclass, with the connection invalidated if the error means it is
-    gone. As SQLAlchemy does on a disconnect, every connection the pool
+    gone (or on a server that only reads: :func:`read_only`). As
+    SQLAlchemy does on a disconnect, every connection the pool
     made before it is recycled at its next checkout too: a server that
     went away took them all, and a retry must not meet them one by one."""
-    lost = conn.dialect.is_disconnect(err, dbapi_conn, cursor)
+    lost = (conn.dialect.is_disconnect(err, dbapi_conn, cursor)
+            or read_only(err))
     if lost:
         conn.engine.pool._invalidate(conn.connection, err)
         conn.invalidate(err)
