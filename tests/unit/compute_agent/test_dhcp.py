@@ -63,7 +63,11 @@ def test_names_and_addresses_are_stable_and_short():
     assert dhcp.link_local('h1', 'br0') == dhcp.link_local('h1', 'br0')
     assert dhcp.link_local('h1', 'br0') != dhcp.link_local('h2', 'br0')
     assert dhcp.link_local('h1', 'br0').startswith('169.254.')
-    assert len(dhcp.veth_name('a-bridge-name15')) <= 15
+    assert len(dhcp.veth_name('a-host', 'a-bridge-name15')) <= 15
+    # two agents on one machine (the two-host tests) never share them
+    assert dhcp.veth_name('h1', 'br0') != dhcp.veth_name('h2', 'br0')
+    assert dhcp.namespace('h1', 'br0') != dhcp.namespace('h2', 'br0')
+    assert dhcp.namespace('h1', 'br0').startswith('tristate-dhcp-br0-')
 
 
 class Domains:
