@@ -14,7 +14,10 @@ the machine than about the code. The sizes alternate which runs first in
 each round, so that neither always pays the process's first-use costs.
 The ratio held to the target is that of the two median rates; the median
 of the rounds' own ratios (the two bursts of a round run back to back) is
-printed too, without a target.
+printed too, without a target. So is the CPU per build of the whole
+process (API, conductor, fake agents, clients: ``time.process_time()``
+around each burst), to compare forms such as ``--network`` (issue 23:
+port allocation ≤ 1 ms per build).
 """
 
 import time
@@ -54,14 +57,18 @@ def burst(plane, count, clients, tag):
 def run(args):
     sizes = [args.builds] + ([args.big] if args.big else [])
     rates = {count: [] for count in sizes}
+    cpu = {count: [] for count in sizes}
     for round_no in range(args.rounds):
         for count in (sizes if round_no % 2 == 0 else sizes[::-1]):
             # A fresh plane each: the bigger burst must not start on a
             # fuller database than the first one did.
             with plane_mod.Plane(hosts=args.hosts,
                                 network=args.network) as plane:
+                used = time.process_time()
                 seconds = burst(plane, count, args.clients, 'b')
+                used = time.process_time() - used
             rates[count].append(count / seconds)
+            cpu[count].append(used * 1e3 / count)
     figures = []
     for count in sizes:
         size = '%d builds, %d clients, %d hosts' % (count, args.clients,
@@ -70,6 +77,10 @@ def run(args):
             NAME, 'burst of %d to all ACTIVE' % count,
             core.median(rates[count]), 'servers/s', '>=', 100, size=size,
             note=core.rounds_note(rates[count])))
+        figures.append(core.Figure(
+            NAME, 'burst of %d: CPU per build, whole process' % count,
+            core.median(cpu[count]), 'ms', size=size,
+            note=core.rounds_note(cpu[count], '%.2f')))
     if args.big:
         # Seconds per server of the big burst over those of the small one:
         # the ratio of the two median rates, held to the target; and, for
