@@ -43,7 +43,8 @@ def run(args):
             used = time.process_time() - used
         finally:
             http.close()
-    size = '%d builds, %d hosts' % (args.runs, args.hosts)
+    size = '%d builds, %d hosts%s' % (args.runs, args.hosts,
+                                      ', a port each' if args.network else '')
     return [
         core.Figure(NAME, 'build to ACTIVE, median', core.median(times), 'ms',
                     '<=', 20, size=size),

@@ -71,8 +71,9 @@ def run(args):
             cpu[count].append(used * 1e3 / count)
     figures = []
     for count in sizes:
-        size = '%d builds, %d clients, %d hosts' % (count, args.clients,
-                                                    args.hosts)
+        size = '%d builds, %d clients, %d hosts%s' % (
+            count, args.clients, args.hosts,
+            ', a port each' if args.network else '')
         figures.append(core.Figure(
             NAME, 'burst of %d to all ACTIVE' % count,
             core.median(rates[count]), 'servers/s', '>=', 100, size=size,
@@ -88,8 +89,9 @@ def run(args):
         # run back to back), which moves with the machine just as much.
         paired = [small / big for small, big in zip(
             rates[args.builds], rates[args.big], strict=True)]
-        size = '%d and %d builds, %d rounds' % (args.builds, args.big,
-                                                args.rounds)
+        size = '%d and %d builds, %d rounds%s' % (
+            args.builds, args.big, args.rounds,
+            ', a port each' if args.network else '')
         metric = '%d vs %d: time per server ratio' % (args.big, args.builds)
         figures.append(core.Figure(
             NAME, metric,
