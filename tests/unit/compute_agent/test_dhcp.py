@@ -101,6 +101,25 @@ def test_a_restart_removes_what_bridges_without_guests_left(tmp_path):
     assert not left.exists()
 
 
+def test_the_namespace_older_agents_named_after_the_bridge_is_removed(
+        tmp_path):
+    """Before two agents could share a machine the namespace was
+    ``tristate-dhcp-<bridge>``: an upgraded agent leaving the bridge
+    removes it too, not only the one it names now."""
+    left = tmp_path / 'dhcp' / 'br-old'
+    left.mkdir(parents=True)
+    commands = []
+
+    def run(argv, daemon=False):
+        commands.append(argv)
+        return 'tristate-dhcp-br-old\n' if argv[1:] == ['netns', 'list'] \
+            else ''
+    service = dhcp.HostDhcp(host='h1', path=str(tmp_path / 'dhcp'), run=run)
+    service.sync_from(Domains({}))
+    assert ['ip', 'netns', 'del', 'tristate-dhcp-br-old'] in commands
+    assert not left.exists()
+
+
 def test_disabled_is_a_no_op(conf):
     assert isinstance(dhcp.from_conf(conf, 'h1'), dhcp.NoDhcp)
     conf.set_override('enabled', True, group='dhcp')
