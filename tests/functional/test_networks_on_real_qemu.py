@@ -188,8 +188,12 @@ def test_two_hosts_guests_answer_reach_each_other_and_delete_frees():
         for server, address in ((a, address_a), (b, address_b)):
             assert address in _answers(
                 ns, address, lambda s=server: _output(qemu, s['id']))
-            # the DHCP options reached it (the network's MTU)
-            assert 'mtu=1400' in _output(qemu, server['id'])
+            # the DHCP options reached it (the network's MTU; the console
+            # log may trail the guest by a moment)
+            qemu_plane._bounded(  # noqa: SLF001
+                lambda s=server: 'mtu=1400' in _output(qemu, s['id']),
+                "the guest's line mtu=1400", timeout=30,
+                show=lambda s=server: _output(qemu, s['id'])[-2000:])
         # ... and reaches the other (A fetches B's page, and back).
         assert address_b in _get(ns, 'http://%s/cgi-bin/peer?%s'
                                  % (address_a, address_b), timeout=15)
