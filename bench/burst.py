@@ -14,7 +14,13 @@ the machine than about the code. The sizes alternate which runs first in
 each round, so that neither always pays the process's first-use costs.
 The ratio held to the target is that of the two median rates; the median
 of the rounds' own ratios (the two bursts of a round run back to back) is
-printed too, without a target.
+printed too, without a target. So are the CPU per build of the whole
+process (API, conductor, fake agents, clients: ``time.process_time()``
+around each burst) and the conductor's CPU per create call (its thread's
+``time.thread_time()`` across ``Flows.create``: the create transaction,
+addresses included, and the placement; the machine's load does not count
+in it as it does in wall time), to compare forms such as ``--network``
+(issue 23: port allocation ≤ 1 ms of conductor CPU per build).
 """
 
 import time
@@ -51,25 +57,57 @@ def burst(plane, count, clients, tag):
         return time.monotonic() - started
 
 
+def _counting_creates(plane):
+    """The conductor's ``Flows.create`` of ``plane`` wrapped to note each
+    call's thread CPU seconds; the list they go to."""
+    flows = plane.embedded.conductor.flows
+    create, spent = flows.create, []
+
+    def counted(*args, **kwargs):
+        started = time.thread_time()
+        try:
+            return create(*args, **kwargs)
+        finally:
+            spent.append(time.thread_time() - started)
+    flows.create = counted
+    return spent
+
+
 def run(args):
     sizes = [args.builds] + ([args.big] if args.big else [])
     rates = {count: [] for count in sizes}
+    cpu = {count: [] for count in sizes}
+    creates = {count: [] for count in sizes}
     for round_no in range(args.rounds):
         for count in (sizes if round_no % 2 == 0 else sizes[::-1]):
             # A fresh plane each: the bigger burst must not start on a
             # fuller database than the first one did.
             with plane_mod.Plane(hosts=args.hosts,
                                 network=args.network) as plane:
+                spent = _counting_creates(plane)
+                used = time.process_time()
                 seconds = burst(plane, count, args.clients, 'b')
+                used = time.process_time() - used
             rates[count].append(count / seconds)
+            cpu[count].append(used * 1e3 / count)
+            creates[count].append(core.median(spent) * 1e3)
     figures = []
     for count in sizes:
-        size = '%d builds, %d clients, %d hosts' % (count, args.clients,
-                                                    args.hosts)
+        size = '%d builds, %d clients, %d hosts%s' % (
+            count, args.clients, args.hosts,
+            ', a port each' if args.network else '')
         figures.append(core.Figure(
             NAME, 'burst of %d to all ACTIVE' % count,
             core.median(rates[count]), 'servers/s', '>=', 100, size=size,
             note=core.rounds_note(rates[count])))
+        figures.append(core.Figure(
+            NAME, 'burst of %d: CPU per build, whole process' % count,
+            core.median(cpu[count]), 'ms', size=size,
+            note=core.rounds_note(cpu[count], '%.2f')))
+        figures.append(core.Figure(
+            NAME, 'burst of %d: conductor CPU per create call, median'
+            % count, core.median(creates[count]), 'ms', size=size,
+            note=core.rounds_note(creates[count], '%.3f')))
     if args.big:
         # Seconds per server of the big burst over those of the small one:
         # the ratio of the two median rates, held to the target; and, for
@@ -77,8 +115,9 @@ def run(args):
         # run back to back), which moves with the machine just as much.
         paired = [small / big for small, big in zip(
             rates[args.builds], rates[args.big], strict=True)]
-        size = '%d and %d builds, %d rounds' % (args.builds, args.big,
-                                                args.rounds)
+        size = '%d and %d builds, %d rounds%s' % (
+            args.builds, args.big, args.rounds,
+            ', a port each' if args.network else '')
         metric = '%d vs %d: time per server ratio' % (args.big, args.builds)
         figures.append(core.Figure(
             NAME, metric,

@@ -31,6 +31,7 @@
 set -euo pipefail
 
 usage="usage: $0 start|stop DIR | $0 rabbit|pg|libvirtd DIR start|stop|kill
+       $0 libvirtd DIR start [BRIDGE_HELPER]
        $0 cluster DIR start|stop | node I start|stop|kill | ctl I ARGS...
        $0 pgpair DIR start PRIMARY_PORT STANDBY_PORT | stop
        $0 pgpair DIR primary|standby stop|kill | promote"
@@ -565,6 +566,10 @@ stop_libvirt() {
 # DIR/lvd (the system's libvirtd, maybe someone else's, is never
 # touched). Its drivers are reached through its socket, e.g.
 #   test+unix:///default?socket=DIR/lvd/run/libvirt/libvirt-sock
+# `libvirtd DIR start HELPER`: its guests may also sit on Linux bridges,
+# through HELPER as its qemu.conf's bridge_helper (the tests' stand-in for
+# qemu-bridge-helper: tests/functional/bridge_helper.py), the daemon
+# given CAP_NET_ADMIN (ambient) to set the MTU of a guest's tap.
 pl=$dir/lvd     # short: QEMU socket paths under it must fit in 107 bytes
 private_uri="test+unix:///default?socket=$pl/run/libvirt/libvirt-sock"
 
@@ -578,11 +583,16 @@ private_libvirtd_start() {
     # daemons that say they are the same host (the live migration test).
     [ -f "$pl/c/libvirt/libvirtd.conf" ] ||
         echo "host_uuid = \"$(cat /proc/sys/kernel/random/uuid)\"" >"$pl/c/libvirt/libvirtd.conf"
+    local caps=()
+    if [ -n "${1:-}" ]; then
+        echo "bridge_helper = \"$1\"" >"$pl/c/libvirt/qemu.conf"
+        caps=(--inh-caps=+net_admin --ambient-caps=+net_admin)
+    fi
     chown -R libvirt-qemu "$pl"
     chmod 755 "$dir" "$pl"
     chmod 700 "$pl/run"
     setpriv --reuid=libvirt-qemu --regid="$(id -g libvirt-qemu)" --init-groups \
-        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$pl/home" \
+        "${caps[@]}" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$pl/home" \
         XDG_RUNTIME_DIR="$pl/run" XDG_CONFIG_HOME="$pl/c" \
         XDG_CACHE_HOME="$pl/home/.cache" libvirtd </dev/null >>"$pl/libvirtd.out" 2>&1 &
     echo $! >"$pl/pid"
@@ -622,7 +632,7 @@ case "$cmd" in
         esac ;;
     libvirtd)
         case "${3:-}" in
-            start) private_libvirtd_start ;;
+            start) private_libvirtd_start "${4:-}" ;;
             stop) private_libvirtd_stop TERM; private_libvirtd_reap ;;
             kill) private_libvirtd_stop KILL ;;
             *) echo "$usage" >&2; exit 2 ;;

@@ -19,9 +19,11 @@ scratch: nothing to lose.
 How each dnsmasq is reached without an address on the bridge (the guests'
 bridge has none in the host's namespace: no route from the host into a
 guest network): it runs in a network namespace of its own
-(``tristate-dhcp-<bridge>``), joined to the bridge by a veth pair
-(``tdh<hash>`` on the bridge, ``dhcp0`` inside), with a link-local /32
-address derived from the host and bridge names (dnsmasq needs an address
+(``tristate-dhcp-<bridge>-<hash of the host's name>``), joined to the
+bridge by a veth pair (``tdh<hash>`` on the bridge, ``dhcp0`` inside),
+with a link-local /32 address derived from the host and bridge names
+(the names and address are the host's: two agents on one machine, as in
+the tests, each keep their own; dnsmasq needs an address
 to answer from; ``shared-network`` lets it serve the guests' subnet on
 it). Leases are infinite, so guests never need to reach that address to
 renew. Files, per bridge, under ``[dhcp] state_path/<bridge>/``:
@@ -115,9 +117,24 @@ def link_local(host, bridge):
     return str(address if address != _METADATA_ADDRESS else address + 1)
 
 
-def veth_name(bridge):
-    """The host side of the bridge's veth pair (15 bytes at most)."""
-    return 'tdh' + hashlib.sha256(bridge.encode()).hexdigest()[:8]
+def namespace(host, bridge):
+    """The network namespace of ``host``'s dnsmasq for ``bridge``."""
+    return '%s%s-%s' % (NS_PREFIX, bridge,
+                        hashlib.sha256(host.encode()).hexdigest()[:6])
+
+
+def veth_name(host, bridge):
+    """The host side of the veth pair of ``host``'s dnsmasq for
+    ``bridge`` (15 bytes at most)."""
+    return 'tdh' + hashlib.sha256(('%s/%s' % (host, bridge)).encode()
+                                  ).hexdigest()[:8]
+
+
+def _legacy_names(bridge):
+    """(namespace, veth) as agents before session 14 named them: by the
+    bridge alone."""
+    return (NS_PREFIX + bridge,
+            'tdh' + hashlib.sha256(bridge.encode()).hexdigest()[:8])
 
 
 def _tag(cidr):
@@ -294,7 +311,7 @@ class HostDhcp:
             if pid is not None:
                 _stop(pid)
             self._plumb(bridge)
-            self._run([self.ip, 'netns', 'exec', NS_PREFIX + bridge,
+            self._run([self.ip, 'netns', 'exec', namespace(self.host, bridge),
                        self.dnsmasq, '--conf-file=%s'
                        % os.path.join(directory, 'dnsmasq.conf')],
                       daemon=True)
@@ -319,9 +336,10 @@ class HostDhcp:
 
     def _plumb(self, bridge):
         """The bridge's namespace and veth pair, made if missing."""
-        ns, veth = NS_PREFIX + bridge, veth_name(bridge)
+        ns, veth = namespace(self.host, bridge), veth_name(self.host, bridge)
         if not os.path.isdir('/sys/class/net/%s/bridge' % bridge):
             raise DhcpError('no Linux bridge %s on this host' % bridge)
+        self._remove_plumbing(*_legacy_names(bridge))
         if ns not in self._run([self.ip, 'netns', 'list']).split():
             self._run([self.ip, 'netns', 'add', ns])
             if os.path.exists('/sys/class/net/%s' % veth):
@@ -342,17 +360,23 @@ class HostDhcp:
         pid = self._pid(directory)
         if pid is not None:
             _stop(pid)
-        ns, veth = NS_PREFIX + bridge, veth_name(bridge)
-        if os.path.exists('/sys/class/net/%s' % veth):
-            self._run([self.ip, 'link', 'del', veth])  # both ends
-        if ns in self._run([self.ip, 'netns', 'list']).split():
-            self._run([self.ip, 'netns', 'del', ns])
+        self._remove_plumbing(namespace(self.host, bridge),
+                              veth_name(self.host, bridge))
+        self._remove_plumbing(*_legacy_names(bridge))
         for name in ('dnsmasq.conf', 'hosts', 'opts', 'dnsmasq.pid',
                      'dnsmasq.log', 'leases'):
             _unlink(os.path.join(directory, name))
         os.rmdir(directory)
         LOG.info('DHCP on %s: bridge %s has no entry left; its dnsmasq '
                  'and namespace are gone', self.host, bridge)
+
+
+    def _remove_plumbing(self, ns, veth):
+        """The namespace ``ns`` and veth pair ``veth``, if they exist."""
+        if os.path.exists('/sys/class/net/%s' % veth):
+            self._run([self.ip, 'link', 'del', veth])  # both ends
+        if ns in self._run([self.ip, 'netns', 'list']).split():
+            self._run([self.ip, 'netns', 'del', ns])
 
 
 def _write(path, text):

@@ -84,17 +84,18 @@ class PrivateLibvirtd:
     """``tools/test-services.sh libvirtd DIR start|stop``; ``uri`` its
     QEMU driver (session mode) through its socket."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, bridge_helper=None):
         self.dir = directory
+        self.bridge_helper = bridge_helper
         self.uri = None
 
-    def _run(self, what):
-        return subprocess.run([SCRIPT, 'libvirtd', self.dir, what],
+    def _run(self, what, *extra):
+        return subprocess.run([SCRIPT, 'libvirtd', self.dir, what, *extra],
                               capture_output=True, text=True, timeout=90,
                               check=False)
 
     def start(self):
-        done = self._run('start')
+        done = self._run('start', *filter(None, [self.bridge_helper]))
         if done.returncode != 0:
             skip_or_fail('the private libvirtd cannot run here: %s'
                          % done.stderr.strip())
@@ -163,9 +164,10 @@ class QemuPlane:
                 'actions': [(a['action'], a['result'], a['message'])
                             for a in actions]}
 
-    def boot(self, name, image_id, host):
+    def boot(self, name, image_id, host, **fields):
         """A server of ``image_id`` built on ``host`` (the other hosts are
-        disabled while it is placed); the server once ACTIVE."""
+        disabled while it is placed), with the create's other ``fields``
+        (e.g. ``networks``); the server once ACTIVE."""
         statedb = self.plane.statedb
         others = [h for h in self.drivers if h != host]
         for other in others:
@@ -173,7 +175,8 @@ class QemuPlane:
                                      % host)
         try:
             created = self.compute('POST', '/servers', {'server': {
-                'name': name, 'flavorRef': FLAVOR, 'imageRef': image_id}})
+                'name': name, 'flavorRef': FLAVOR, 'imageRef': image_id,
+                **fields}})
             self.track(created['server']['id'])
             server = self.settled(created['server']['id'])
         finally:
@@ -308,12 +311,15 @@ def _heartbeat(statedb, host):
 
 
 @contextlib.contextmanager
-def qemu_plane(hosts=('hosta', 'hostb'), *, shared_uri=None):
+def qemu_plane(hosts=('hosta', 'hostb'), *, shared_uri=None, bridges=False):
     """A :class:`QemuPlane` with one agent, on a private libvirtd of its
     own, per name in ``hosts``; everything removed afterwards.
     ``shared_uri``: one host instead, on that libvirtd (a privileged one,
     whose guests can sit on a bridge), with the agent's DHCP on; only the
-    domains of the plane's own servers are removed from it."""
+    domains of the plane's own servers are removed from it.
+    ``bridges``: the private libvirtds' guests can sit on the tests'
+    bridges (``tsq*``: :mod:`tests.functional.bridge_helper`) and each
+    agent runs its DHCP (state in ``<work>/<host>/dhcp``)."""
     require_tools()
     root = tempfile.mkdtemp(prefix='lvq-', dir='/tmp')
     os.chmod(root, 0o755)
@@ -334,11 +340,19 @@ def qemu_plane(hosts=('hosta', 'hostb'), *, shared_uri=None):
             conf.set_override('service_url', server.url + '/image',
                               group='image')
             drivers, caches, made = {}, {}, set()
+            helper = _bridge_helper(stack, root) if bridges else None
             for index, host in enumerate(hosts):
                 caches[host] = os.path.join(work, host, 'image-cache')
                 if shared_uri is None:
+                    if bridges:
+                        functional.set_opts(conf, 'dhcp', enabled=True,
+                                            state_path=os.path.join(
+                                                work, host, 'dhcp'))
                     drivers[host] = _start_host(stack, plane, conf, root,
-                                                index, host, caches[host])
+                                                index, host, caches[host],
+                                                helper)
+                    if bridges:
+                        stack.callback(plane.agents[host].dhcp.stop_all)
                     continue
                 assert len(hosts) == 1, 'one host on a shared libvirtd'
                 functional.set_opts(conf, 'dhcp', enabled=True,
@@ -358,10 +372,19 @@ def qemu_plane(hosts=('hosta', 'hostb'), *, shared_uri=None):
         os.umask(old_umask)
 
 
-def _start_host(stack, plane, conf, root, index, host, cache):
-    """Host ``host``: its libvirtd (in ``root``/<index>: short paths), its
-    driver and its agent, with its image cache in ``cache``; its driver."""
-    libvirtd = PrivateLibvirtd(os.path.join(root, str(index)))
+def _bridge_helper(stack, root):
+    """The bridge helper the private libvirtds run, and its tap broker
+    (stopped at the end); the helper's path."""
+    from tests.functional import bridge_helper
+    stack.callback(bridge_helper.TapBroker(root).start().stop)
+    return bridge_helper.install(root)
+
+
+def _start_host(stack, plane, conf, root, index, host, cache, helper=None):
+    """Host ``host``: its libvirtd (in ``root``/<index>: short paths; its
+    guests on bridges through ``helper``), its driver and its agent, with
+    its image cache in ``cache``; its driver."""
+    libvirtd = PrivateLibvirtd(os.path.join(root, str(index)), helper)
     os.mkdir(libvirtd.dir)
     os.chmod(libvirtd.dir, 0o755)
     uri = libvirtd.start()

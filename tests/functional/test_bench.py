@@ -152,8 +152,10 @@ def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
     monkeypatch.setattr(burst, 'burst', fake_burst)
     parser = argparse.ArgumentParser()
     burst.add_arguments(parser)
-    small, big, ratio, per_round = burst.run(parser.parse_args(
-        ['--builds', '8', '--big', '16', '--rounds', '3']))
+    monkeypatch.setattr(burst, '_counting_creates', lambda plane: [0.001])
+    small, cpu_small, creates, big, cpu_big, _creates, ratio, per_round = (
+        burst.run(parser.parse_args(['--builds', '8', '--big', '16',
+                                     '--rounds', '3'])))
     assert order == [8, 16, 16, 8, 8, 16]
     assert small.value == pytest.approx(80.0)      # rates 80, 100, 20
     assert big.value == pytest.approx(100.0)       # rates 80, 100, 133
@@ -164,6 +166,11 @@ def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
     assert per_round.value == pytest.approx(1.0)
     assert per_round.note == 'median of 3 rounds: 1.000, 1.000, 0.150'
     assert per_round.op is None
+    # the process's CPU per build in each burst, without a target
+    assert cpu_small.unit == cpu_big.unit == 'ms' and cpu_small.op is None
+    assert cpu_small.note.startswith('median of 3 rounds: ')
+    # the conductor's CPU per create call, in ms
+    assert creates.value == pytest.approx(1.0) and creates.op is None
 
 
 def test_a_peak_of_memory_is_read_and_reset(tmp_path):

@@ -13,10 +13,17 @@ its bridge, namespaces, dnsmasqs and files whatever happens.
 """
 
 import contextlib
+import glob
+import json
 import os
+import pwd
+import select
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
+import time
 import uuid as uuidlib
 
 import pytest
@@ -201,3 +208,142 @@ def test_an_agent_restart_keeps_the_running_dnsmasq(world):
     with open(pid_file) as f:
         assert f.read() == pid
     assert guests.lease(a, directory)['ip'] == '10.77.0.50'
+
+
+# --- the agent as a user other than root (operator guide, "Networks") ---------
+
+UNIT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'etc', 'systemd',
+    'tristate-compute-agent.service')
+
+
+def _unit_capabilities():
+    """The DHCP capabilities of the shipped unit (its commented
+    ``AmbientCapabilities=`` line), as setpriv spells them."""
+    with open(UNIT) as f:
+        line = next(line for line in f
+                    if line.startswith('#AmbientCapabilities='))
+    names = line.split('=', 1)[1].split()
+    return ','.join('+' + name[len('CAP_'):].lower() for name in names)
+
+# The agent's side, as the agent runs it: HostDhcp over the domains' ports
+# (JSON in argv[2]), with [dhcp] dnsmasq_user empty; then, once a line
+# comes on stdin, over no domain. One process, as the agent is: its mount
+# namespace holds the namespace's /run/netns file. Errors are logged, as
+# in the agent: printed here for a failure's message.
+_AGENT = """
+import json, logging, sys
+from compute_agent.net import dhcp
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, force=True)
+path, ports = sys.argv[1], json.loads(sys.argv[2])
+class Domains:
+    def __init__(self, ports):
+        self.ports = ports
+    def domain_ports(self, uuid=None):
+        return self.ports
+service = dhcp.HostDhcp(host='nonroot', path=path, user='')
+service.sync_from(Domains(ports))
+print('SYNCED', flush=True)
+sys.stdin.readline()
+service.sync_from(Domains({}))
+print('SYNCED', flush=True)
+"""
+
+
+def _as_agent_user(netns_dir, *argv):
+    """``argv`` as user nobody with the capabilities the shipped systemd
+    unit gives the agent (ambient, and the bounding set), with ``netns_dir`` (group
+    nogroup, group-writable: what the unit's ExecStartPre makes of
+    /run/netns) as /run/netns, in a mount namespace of its own."""
+    caps = _unit_capabilities()
+    inner = ('mount --bind "$0" /run/netns && exec setpriv --reuid=nobody '
+             f'--regid=nogroup --clear-groups --inh-caps={caps} '
+             f'--ambient-caps={caps} --bounding-set=-all,{caps} "$@"')
+    return ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+            inner, netns_dir, *argv]
+
+
+def _until_synced(agent):
+    """What the agent printed up to its next SYNCED (60 s at most)."""
+    out = b''
+    deadline = time.monotonic() + 60
+    while not out.endswith(b'SYNCED\n'):
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([agent.stdout], [], [], left)[0], (
+            'the agent did not sync: %s' % out.decode())
+        chunk = os.read(agent.stdout.fileno(), 65536)
+        assert chunk, 'the agent exited: %s' % out.decode()
+        out += chunk
+    return out.decode()
+
+
+def _stop_left(state):
+    """A dnsmasq the non-root agent left running (a failed test)."""
+    for pid_file in glob.glob(os.path.join(state, '*', 'dnsmasq.pid')):
+        with contextlib.suppress(OSError, ValueError):
+            with open(pid_file) as f:
+                os.kill(int(f.read()), signal.SIGTERM)
+
+
+def test_a_non_root_agent_serves_dhcp_with_the_documented_capabilities(
+        world):
+    """The set-up of the operator guide for an agent that is not root: the
+    four ambient capabilities, a /run/netns its group may write, and
+    ``[dhcp] dnsmasq_user`` empty. Its dnsmasq (as that user) answers its
+    guest; with no guest left it stops it and removes the namespace and
+    veth pair."""
+    guests, directory, _services = world
+    if shutil.which('setpriv') is None or shutil.which('unshare') is None:
+        qemu_plane.skip_or_fail('not installed: setpriv, unshare '
+                                '(Debian: util-linux)')
+    python = [sys.executable, '-c']
+    probe = subprocess.run(_as_agent_user('/run/netns', *python,
+                                          'import compute_agent.net.dhcp'),
+                           capture_output=True, text=True, timeout=60,
+                           check=False)
+    if probe.returncode != 0:
+        pytest.skip('user nobody cannot run this checkout\'s Python: %s'
+                    % probe.stderr.strip()[-300:])
+    netns_dir, state = (os.path.join(directory, name)
+                        for name in ('netns', 'state'))
+    os.mkdir(netns_dir, 0o775)
+    shutil.chown(netns_dir, 'root', 'nogroup')
+    os.chmod(netns_dir, 0o775)
+    os.mkdir(state)
+    shutil.chown(state, 'nobody', 'nogroup')
+    a = guests.add(1, 'fa:16:3e:00:00:01')
+    ports = {'vm-a': [_port(guests, 1)]}
+    agent = subprocess.Popen(  # noqa: S603
+        _as_agent_user(netns_dir, *python, _AGENT, state, json.dumps(ports)),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, bufsize=0)
+    try:
+        out = _until_synced(agent)
+        assert 'dnsmasq started' in out, out
+        pid_file = os.path.join(state, guests.bridge, 'dnsmasq.pid')
+        with open(pid_file) as f:
+            pid = int(f.read())
+        with open('/proc/%d/status' % pid) as f:
+            uid = [line.split()[1] for line in f if line.startswith('Uid:')]
+        assert uid == [str(pwd.getpwnam('nobody').pw_uid)]
+        assert guests.lease(a, directory) == {
+            'ip': '10.77.0.11', 'router': '10.77.0.1',
+            'dns': '10.77.0.2 10.77.0.3', 'mtu': '1400'}
+
+        agent.stdin.write(b'\n')
+        out = _until_synced(agent)
+        assert 'namespace are gone' in out, out
+        assert agent.wait(30) == 0
+        assert not os.path.exists(os.path.join(state, guests.bridge))
+        assert not os.path.exists('/sys/class/net/%s' % dhcp.veth_name(
+            'nonroot', guests.bridge))
+        assert guests.lease(a, directory) is None
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        agent.wait(30)
+        agent.stdin.close()
+        agent.stdout.close()
+        _stop_left(state)
+        with contextlib.suppress(subprocess.CalledProcessError):
+            _ip('link', 'del', dhcp.veth_name('nonroot', guests.bridge))

@@ -1,26 +1,30 @@
-"""Issue 23 on real QEMU: two guests of the test image, built by the
-agent's build task with a port each on a bridge, get their fixed address
-from the host's dnsmasq, answer HTTP on it from a network namespace that
-holds the gateway address, reach each other, and once one is deleted its
-address stops answering and its DHCP entry is gone.
+"""Issue 23 on real QEMU (TCG), through the API, on two hosts: two guests
+of the test image, one built on each host with a port on one network,
+get the addresses the API shows from their own host's dnsmasq, answer
+HTTP on them from a network namespace that holds the gateway address,
+and reach each other; once one is deleted its address stops answering,
+its host's DHCP entry is gone and the address is free (the next server
+that asks for it gets it).
+
+The hosts are those of :mod:`tests.functional.qemu_plane`: two agents,
+each on a private libvirtd of its own (session mode, as user
+libvirt-qemu), the plane and its REST API; their guests sit on the test's
+bridge through :mod:`tests.functional.bridge_helper` (QEMU's
+``qemu-bridge-helper`` is not set-uid on a stock system), and each agent
+runs its own dnsmasq (:mod:`compute_agent.net.dhcp`), answering only its
+own guest, as two machines on one L2 would.
 
 The set-up keeps every guest packet inside one bridge and one namespace:
 the bridge (``tsq<hex>``) has no address in the host's namespace (IPv6
 off on it too), the test's client side is a namespace joined to it by a
-veth pair with the gateway address, and the agent's dnsmasq sits in its
-own namespace (:mod:`compute_agent.net.dhcp`). No forwarding, no NAT, no
-route from the host to the guests.
+veth pair with the gateway address, and each dnsmasq sits in a namespace
+of its own. No forwarding, no NAT, no route from the host to the guests.
+Skipped, with the reason, without root, iproute2, dnsmasq, libvirtd or
+QEMU (a failure with ``CI=true``). Every wait is bounded; the test removes
+its domains, dnsmasqs, namespaces, bridge and files whatever happens.
 
-The agent here is the real task runner (:class:`~compute_agent.manager.
-AgentManager`: build task with ``params['ports']``, destroy, DHCP refresh)
-on the libvirt driver and ``TRISTATE_TEST_LIBVIRT_URI`` (a privileged
-libvirtd: QEMU's tap on a bridge needs one; the private session libvirtds
-of :mod:`tests.functional.qemu_plane` cannot attach to a bridge without a
-set-uid qemu-bridge-helper). The conductor is a stub: the ports are the
-test's own dicts in the shape the conductor sends. Skipped, with the
-reason, without the URI, root, iproute2, dnsmasq or busybox (a failure with
-``CI=true``). Every wait is bounded; the test removes its domains,
-dnsmasq, namespaces, bridge and files whatever happens.
+:func:`_require` and :func:`_l2` serve the single-host guest-access test
+too (:mod:`tests.functional.test_guest_access_on_real_qemu`).
 """
 
 import contextlib
@@ -28,25 +32,20 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 import uuid as uuidlib
 
 import pytest
 
-from common import context
-from compute_agent import manager as manager_mod
-from compute_agent.net import dhcp
 from tests.functional import qemu_plane
 from tests.functional import qemu_support
+from tests.functional import test_console_on_real_qemu as console_test
+from tests.functional import test_images_on_real_qemu as images_test
 from tests.functional.test_dhcp_dnsmasq import no_ipv6
-from tests.unit.compute_agent.port_data import network
-from tests.unit.compute_agent.port_data import port
 
 libvirt = pytest.importorskip('libvirt')
 
 BOOT_TIMEOUT = 180.0      # two TCG guests booting at once on a shared machine
-TASK_TIMEOUT = 120.0
 GATEWAY = '10.78.0.1'
 
 
@@ -65,42 +64,6 @@ def _require():
     if os.geteuid() != 0:
         qemu_plane.skip_or_fail('bridges and namespaces need root')
     return uri
-
-
-class _Conductor:
-    """What the agent reports to; records the ends of tasks."""
-
-    def __init__(self):
-        self.ended = {}
-        self.cond = threading.Condition()
-
-    def task_progress(self, ctx, **kwargs):
-        pass
-
-    def _end(self, ctx, result, kwargs):
-        with self.cond:
-            self.ended[ctx.task_id] = (result, kwargs)
-            self.cond.notify_all()
-
-    def task_finished(self, ctx, **kwargs):
-        self._end(ctx, 'finished', kwargs)
-
-    def task_failed(self, ctx, **kwargs):
-        self._end(ctx, 'failed', kwargs)
-
-    def wait(self, task_id):
-        with self.cond:
-            assert self.cond.wait_for(lambda: task_id in self.ended,
-                                      TASK_TIMEOUT), 'task %s' % task_id
-            return self.ended[task_id]
-
-
-class _Journal:
-    def add(self, *args):
-        pass
-
-    def remove(self, *args):
-        pass
 
 
 @contextlib.contextmanager
@@ -138,15 +101,6 @@ except OSError as err:
 """
 
 
-def _logged(drv, uuid):
-    """The guest's console log so far ('' before it exists)."""
-    try:
-        with open(drv._console_log(uuid), errors='replace') as f:  # noqa: SLF001
-            return f.read()
-    except OSError:
-        return ''
-
-
 def _get(ns, url, timeout=3):
     """``url`` fetched from namespace ``ns`` (``timeout`` seconds at most),
     or None. A guest's /cgi-bin/peer takes up to ~6 s (ARP, then its nc's
@@ -170,86 +124,76 @@ def _diagnose(ns, address):
     return '\n'.join(out)
 
 
-def _answers(ns, address, consoles, *, timeout=BOOT_TIMEOUT):
+def _answers(ns, address, show, *, timeout=BOOT_TIMEOUT):
+    """The page ``address`` serves, once it answers (``show()``: what a
+    failure shows besides)."""
     deadline = time.monotonic() + timeout
     while True:
         body = _get(ns, 'http://%s/' % address)
         if body is not None:
             return body
-        for console in consoles:
-            console.poll()
         assert time.monotonic() < deadline, (
-            'nothing answers on %s within %.0f s; consoles:\n%s\n%s' % (
-                address, timeout,
-                '\n----\n'.join(c.text for c in consoles), _diagnose(
-                    ns, address)))
+            'nothing answers on %s within %.0f s:\n%s\n%s' % (
+                address, timeout, show(), _diagnose(ns, address)))
         time.sleep(1)
 
 
-def _instance(uuid, name):
-    return {'uuid': uuid, 'name': name, 'image_ref': 'test-image',
-            'flavor_name': 'guest', 'vcpus': 1, 'memory_mb': 128,
-            'disk_gb': 1}
+def _output(qemu, server_id):
+    """The server's console output (``os-getConsoleOutput``)."""
+    return console_test._output(qemu, server_id)  # noqa: SLF001
 
 
-def test_two_guests_get_their_address_reach_each_other_and_delete_frees():
-    uri = _require()
-    from compute_agent.virt.libvirt import LibvirtDriver
-    from compute_agent.virt.libvirt.disks import LocalImages
+def _on(network_id, address=None):
+    """The create's ``networks``: one port on the network (``address``)."""
+    port = {'uuid': network_id}
+    if address is not None:
+        port['fixed_ip'] = address
+    return [port]
 
+
+def _dhcp_hosts(qemu, host, bridge):
+    """The MACs ``host``'s dnsmasq answers on ``bridge`` (None: it has no
+    service there)."""
+    path = os.path.join(qemu.plane.agents[host].dhcp.path, bridge, 'hosts')
+    try:
+        with open(path) as f:
+            return {line.split(',')[0] for line in f.read().split()}
+    except FileNotFoundError:
+        return None
+
+
+def test_two_hosts_guests_answer_reach_each_other_and_delete_frees():
+    _require_plane()
     tag = uuidlib.uuid4().hex[:6]
-    libvirt.registerErrorHandler(lambda *args: None, None)
-    with qemu_support.qemu_dir() as directory, \
-            _l2(tag) as (bridge, ns), contextlib.ExitStack() as stack:
-        images = os.path.join(directory, 'images')
-        os.mkdir(images)
-        os.chmod(images, 0o755)
-        built = qemu_support.build_test_image(directory, 'qcow2')
-        os.rename(built, os.path.join(images, 'test-image'))
-        drv = LibvirtDriver(uri=uri, virt_type='qemu',
-                            instances_path=os.path.join(directory, 'inst'),
-                            images=LocalImages(images), shutdown_timeout=5)
-        drv.init_host('netq-' + tag)
-        stack.callback(drv.cleanup_host)
-        service = dhcp.HostDhcp(host='netq-' + tag,
-                                path=os.path.join(directory, 'dhcp'))
-        stack.callback(service.stop_all)
-        conductor = _Conductor()
-        agent = manager_mod.AgentManager(
-            host='netq-' + tag, driver=drv, conductor=conductor,
-            conf=_conf(directory), journal=_Journal(), dhcp=service)
-
-        net = network('guests', bridge=bridge, cidr='10.78.0.0/24',
-                      gateway=GATEWAY, dns=(GATEWAY,), mtu=1400)
-        guests = {}
-        for index in (1, 2):
-            uuid = str(uuidlib.uuid4())
-            stack.callback(drv.destroy, uuid)
-            ports = [port(index, address='10.78.0.%d', net=net)]
-            task = 'build-%d-%s' % (index, tag)
-            agent.run_task(context.RequestContext(task_id=task),
-                           _instance(uuid, 'guest%d' % index), 'build',
-                           {'ports': ports})
-            guests[index] = (uuid, ports[0]['fixed_ips'][0]['address'])
-        consoles = []
-        for index, (uuid, _address) in guests.items():
-            result = conductor.wait('build-%d-%s' % (index, tag))
-            assert result[0] == 'finished', result
-            dom = drv.connection.run(
-                lambda conn, u=uuid: conn.lookupByUUIDString(u))
-            console = qemu_support.SerialConsole(dom)
-            stack.callback(console.close)
-            consoles.append(console)
-
-        (_a, address_a), (uuid_b, address_b) = guests[1], guests[2]
-        # Each guest answers on the address its port carries...
-        assert address_a in _answers(ns, address_a, consoles)
-        assert address_b in _answers(ns, address_b, consoles)
-        # what the guests printed: the console streams and the console
-        # logs libvirt keeps (issue 24), whichever holds the line first
-        printed = [c.text for c in consoles] + [
-            _logged(drv, uuid) for uuid, _ in guests.values()]
-        assert any('mtu=1400' in text for text in printed), printed
+    with qemu_support.qemu_dir() as directory, _l2(tag) as (bridge, ns), \
+            qemu_plane.qemu_plane(('hosta', 'hostb'), bridges=True) as qemu:
+        image_id = qemu.upload(images_test._test_image(directory),  # noqa: SLF001
+                               'test-image', 'qcow2')
+        net = qemu.compute('POST', '/os-networks', {'network': {
+            'name': 'guests', 'bridge': bridge, 'cidr': '10.78.0.0/24',
+            'gateway': GATEWAY, 'dns': [GATEWAY], 'mtu': 1400}},
+            expect=(201,))['network']
+        a = qemu.boot('guest-a', image_id, 'hosta',
+                      networks=_on(net['id']))
+        b = qemu.boot('guest-b', image_id, 'hostb',
+                      networks=_on(net['id']))
+        (port_a,), (port_b,) = (s['addresses']['guests'] for s in (a, b))
+        address_a, address_b = port_a['addr'], port_b['addr']
+        mac_a = port_a['OS-EXT-IPS-MAC:mac_addr']
+        mac_b = port_b['OS-EXT-IPS-MAC:mac_addr']
+        # Each host's dnsmasq answers its own guest only...
+        assert _dhcp_hosts(qemu, 'hosta', bridge) == {mac_a}
+        assert _dhcp_hosts(qemu, 'hostb', bridge) == {mac_b}
+        # ... each guest answers on the address the API shows...
+        for server, address in ((a, address_a), (b, address_b)):
+            assert address in _answers(
+                ns, address, lambda s=server: _output(qemu, s['id']))
+            # the DHCP options reached it (the network's MTU; the console
+            # log may trail the guest by a moment)
+            qemu_plane._bounded(  # noqa: SLF001
+                lambda s=server: 'mtu=1400' in _output(qemu, s['id']),
+                "the guest's line mtu=1400", timeout=30,
+                show=lambda s=server: _output(qemu, s['id'])[-2000:])
         # ... and reaches the other (A fetches B's page, and back).
         assert address_b in _get(ns, 'http://%s/cgi-bin/peer?%s'
                                  % (address_a, address_b), timeout=15)
@@ -259,23 +203,30 @@ def test_two_guests_get_their_address_reach_each_other_and_delete_frees():
         shown = _ip('-o', 'addr', 'show', 'dev', bridge).stdout
         assert ' inet' not in shown, shown
 
-        # Delete B: its address stops answering, its DHCP entry is gone.
-        agent.destroy_domain(context.RequestContext(), uuid_b)
+        # Delete B: its address stops answering, hostb's dnsmasq is gone
+        # with its last entry, and the address is free.
+        qemu.delete_server(b['id'])
+        qemu.wait_no_domains('hostb')
         assert _get(ns, 'http://%s/' % address_b) is None
         assert 'peer unreachable' in _get(
             ns, 'http://%s/cgi-bin/peer?%s' % (address_a, address_b),
             timeout=15)
-        with open(os.path.join(directory, 'dhcp', bridge, 'hosts')) as f:
-            hosts = f.read()
-        assert port(1)['mac'] in hosts and port(2)['mac'] not in hosts
+        qemu_plane._bounded(  # noqa: SLF001
+            lambda: _dhcp_hosts(qemu, 'hostb', bridge) is None,
+            "hostb's DHCP for the bridge to go", timeout=30)
+        assert _dhcp_hosts(qemu, 'hosta', bridge) == {mac_a}
+        shown = qemu.compute('GET', '/os-networks/%s' % net['id'])
+        assert shown['network']['tristate:used_ips'] == 1, shown
+        again = qemu.boot('guest-c', image_id, 'hostb',
+                          networks=_on(net['id'], address_b))
+        assert again['addresses']['guests'][0]['addr'] == address_b
+        qemu.delete_server(again['id'])
 
 
-def _conf(directory):
-    from oslo_config import cfg
-
-    from common import conf as tconf
-    conf = cfg.ConfigOpts()
-    tconf.register_all(conf)
-    conf([], project='tristate', default_config_files=[])
-    conf.set_override('state_dir', os.path.join(directory, 'state'))
-    return conf
+def _require_plane():
+    """Skip (or fail in CI) unless this machine can run the test."""
+    missing = [tool for tool in ('ip', 'dnsmasq')
+               if shutil.which(tool) is None]
+    if missing:
+        qemu_plane.skip_or_fail('not installed: %s' % ', '.join(missing))
+    qemu_plane.require_tools()

@@ -63,7 +63,11 @@ def test_names_and_addresses_are_stable_and_short():
     assert dhcp.link_local('h1', 'br0') == dhcp.link_local('h1', 'br0')
     assert dhcp.link_local('h1', 'br0') != dhcp.link_local('h2', 'br0')
     assert dhcp.link_local('h1', 'br0').startswith('169.254.')
-    assert len(dhcp.veth_name('a-bridge-name15')) <= 15
+    assert len(dhcp.veth_name('a-host', 'a-bridge-name15')) <= 15
+    # two agents on one machine (the two-host tests) never share them
+    assert dhcp.veth_name('h1', 'br0') != dhcp.veth_name('h2', 'br0')
+    assert dhcp.namespace('h1', 'br0') != dhcp.namespace('h2', 'br0')
+    assert dhcp.namespace('h1', 'br0').startswith('tristate-dhcp-br0-')
 
 
 class Domains:
@@ -94,6 +98,25 @@ def test_a_restart_removes_what_bridges_without_guests_left(tmp_path):
     service = dhcp.HostDhcp(host='h1', path=str(tmp_path / 'dhcp'),
                             run=lambda argv, daemon=False: '')
     service.sync_from(Domains({}))
+    assert not left.exists()
+
+
+def test_the_namespace_older_agents_named_after_the_bridge_is_removed(
+        tmp_path):
+    """Before two agents could share a machine the namespace was
+    ``tristate-dhcp-<bridge>``: an upgraded agent leaving the bridge
+    removes it too, not only the one it names now."""
+    left = tmp_path / 'dhcp' / 'br-old'
+    left.mkdir(parents=True)
+    commands = []
+
+    def run(argv, daemon=False):
+        commands.append(argv)
+        return 'tristate-dhcp-br-old\n' if argv[1:] == ['netns', 'list'] \
+            else ''
+    service = dhcp.HostDhcp(host='h1', path=str(tmp_path / 'dhcp'), run=run)
+    service.sync_from(Domains({}))
+    assert ['ip', 'netns', 'del', 'tristate-dhcp-br-old'] in commands
     assert not left.exists()
 
 
