@@ -115,23 +115,57 @@ def server_body(inst, up=None, fault=None, kind=views.SHOW):
     """The server as Nova's view ``kind`` (:data:`views.SHOW`, ``LIST``,
     ``UPDATE``, ``REBUILD``) shows it to this caller at this request's
     microversion."""
-    up = hosts_up() if up is None else up
-    if 'addresses' not in inst:
-        inst = dict(inst, addresses=addresses([inst['uuid']]).get(
-            inst['uuid'], {}))
-    if version() < microversion.EMBEDDED_FLAVOR:
-        flavor_id = flavor_ids().get(inst['flavor_name'])
-        if flavor_id is not None and flavor_id != inst['flavor_name']:
-            inst = dict(inst, flavor_id=flavor_id)
-    if kind != views.LIST and version() >= SERVER_GROUPS:
-        group = services().client.statedb.server_group_of(inst['uuid'])
-        inst = dict(inst, server_groups=[group] if group else [])
-    extended, host_status = _sees_where(inst['project_id'])
-    return views.server(
-        inst, version=version(), links=links(),
-        host_up=up.get(inst.get('host'), False), fault=fault,
-        extended=extended, host_status=host_status, kind=kind,
-        zone=zone_of(inst))
+    return ServerViews(up).body(inst, fault=fault, kind=kind)
+
+
+class ServerViews:
+    """Renders servers for this request: what every body needs of the
+    request (microversion, links, flavor ids, host zones, what the caller
+    may see) is read once, not once per server (a list renders
+    thousands). ``up``: {host: up}, read here when not given."""
+
+    def __init__(self, up=None):
+        self.up = hosts_up() if up is None else up
+        self.version = version()
+        self.links = links()
+        self.flavor_ids = (flavor_ids()
+                           if self.version < microversion.EMBEDDED_FLAVOR
+                           else None)
+        self.groups = self.version >= SERVER_GROUPS
+        self._zones = None
+        self._sees = {}
+
+    def body(self, inst, *, fault=None, kind=views.SHOW):
+        """One server's body. ``inst`` is not changed."""
+        if 'addresses' not in inst:
+            inst = dict(inst, addresses=addresses([inst['uuid']]).get(
+                inst['uuid'], {}))
+        if self.flavor_ids is not None:
+            flavor_id = self.flavor_ids.get(inst['flavor_name'])
+            if flavor_id is not None and flavor_id != inst['flavor_name']:
+                inst = dict(inst, flavor_id=flavor_id)
+        if kind != views.LIST and self.groups:
+            group = services().client.statedb.server_group_of(inst['uuid'])
+            inst = dict(inst, server_groups=[group] if group else [])
+        project_id = inst['project_id']
+        sees = self._sees.get(project_id)
+        if sees is None:
+            sees = self._sees[project_id] = _sees_where(project_id)
+        host = inst.get('host')
+        return views.server(
+            inst, version=self.version, links=self.links,
+            host_up=self.up.get(host, False), fault=fault,
+            extended=sees[0], host_status=sees[1], kind=kind,
+            zone=self.zone(host, inst))
+
+    def zone(self, host, inst):
+        """:func:`zone_of` with this request's zones at hand."""
+        if not host:
+            return inst.get('availability_zone') or ''
+        if self._zones is None:
+            self._zones = _host_zones()
+        zones, default = self._zones
+        return zones.get(host, default)
 
 
 def zone_of(inst):
@@ -141,12 +175,20 @@ def zone_of(inst):
     host = inst.get('host')
     if not host:
         return inst.get('availability_zone') or ''
-    zones = flask.g.get('host_zones')
-    if zones is None:
-        statedb = getattr(services().client, 'statedb', None)
-        zones = flask.g.host_zones = (
-            {} if statedb is None else statedb.host_zones())
-    return zones.get(host, services().conf.default_availability_zone)
+    zones, default = _host_zones()
+    return zones.get(host, default)
+
+
+def _host_zones():
+    """({host: zone}, the default zone) of this request, read once."""
+    found = flask.g.get('host_zones')
+    if found is None:
+        svc = services()
+        statedb = getattr(svc.client, 'statedb', None)
+        found = flask.g.host_zones = (
+            {} if statedb is None else statedb.host_zones(),
+            svc.conf.default_availability_zone)
+    return found
 
 
 def addresses(uuids):

@@ -131,7 +131,8 @@ class ConductorAPI:
     ``statedb`` is given by callers that have database credentials (the API
     tier, ``tristate-all``): :meth:`delete_instance` then makes the hard
     delete's UPDATE itself and never waits for the bus (DESIGN.md section 4),
-    and :meth:`get_instance` reads the row itself.
+    and :meth:`get_instance` and :meth:`list_instances` read the rows
+    themselves.
     Agents have no database access and pass nothing.
 
     ``bounded`` (with a ``timeout``): every call answers or fails within
@@ -365,21 +366,24 @@ class ConductorAPI:
 
     def list_instances(self, ctx, *, all_projects=False,
                        include_deleted=False):
-        """``include_deleted``: hard-deleted instances too, read here
-        (with database access only: the API tier's Nova ``deleted`` and
-        ``changes-since`` listings)."""
-        if not include_deleted:
+        """With database access, read here (no conductor needed, and no
+        thousand rows serialized twice over the bus: ``GET
+        /servers/detail``), with the conductor's checks; timestamps are
+        then datetimes, not the bus's ISO strings. ``include_deleted``:
+        hard-deleted instances too (database access only: the API tier's
+        Nova ``deleted`` and ``changes-since`` listings)."""
+        if self.statedb is None:
+            if include_deleted:
+                raise exception.Invalid(
+                    reason='listing deleted servers needs database access')
             return self._call(ctx, 'list_instances',
                               all_projects=all_projects)
-        if self.statedb is None:
-            raise exception.Invalid(
-                reason='listing deleted servers needs database access')
         if all_projects and not ctx.is_admin:
             raise exception.Forbidden(
                 action='listing all projects (admin only)')
         return self.statedb.list_instances(
             project_id=None if all_projects else ctx.project_id,
-            include_deleted=True)
+            include_deleted=include_deleted)
 
     def list_hosts(self, ctx):
         return self._call(ctx, 'list_hosts')

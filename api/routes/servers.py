@@ -259,12 +259,13 @@ def _list(detail):
                                       include_deleted=bool(deleted))
     # Nova lists newest first, unless sort_key says otherwise.
     insts = server_filters.sort(insts, query)
-    up = request.hosts_up()
-    # every listed server's addresses in one query, not one per server
+    # every listed server's addresses in one query, not one per server;
+    # the rows are this request's own, completed in place
     found = request.addresses([i['uuid'] for i in insts])
-    insts = [dict(i, addresses=found.get(i['uuid'], {})) for i in insts]
-    bodies = [b for i, b in ((i, request.server_body(i, up, kind=views.LIST))
-                           for i in insts)
+    for inst in insts:
+        inst['addresses'] = found.get(inst['uuid'], {})
+    render = request.ServerViews().body
+    bodies = [b for i, b in ((i, render(i, kind=views.LIST)) for i in insts)
               if all(check(i, b) for check in checks)]
     page, links = _page(bodies, args, svc.conf.api.max_limit)
     if not detail:

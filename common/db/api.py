@@ -206,6 +206,12 @@ def _among(column, values):
     return column.in_([sa.literal(v, column.type) for v in sorted(values)])
 
 
+def _dicts(result):
+    """The rows as dicts (from the keys: faster than each row's mapping)."""
+    keys = list(result.keys())
+    return [dict(zip(keys, row, strict=True)) for row in result]
+
+
 def utcnow():
     """Naive UTC, as stored."""
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
@@ -271,9 +277,8 @@ class StateDB(accounting.AccountingMixin, power_db.PowerMixin,
             query = query.where(I.c.host == host)
         if not include_deleted:
             query = query.where(I.c.vm_state != vm.HARD_DELETED)
-        return self.db.transaction(
-            lambda conn: [dict(r._mapping) for r in conn.execute(query)],
-            readonly=True)
+        return self.db.transaction(lambda conn: _dicts(conn.execute(query)),
+                                   readonly=True)
 
     def get_instances(self, uuids):
         """{uuid: instance} for the given uuids, in one query."""
