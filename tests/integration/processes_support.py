@@ -53,6 +53,7 @@ defaults
     timeout client 60s
     timeout server 60s
     timeout http-request 10s
+    timeout check 5s
     option http-buffer-request
     retries 3
     option redispatch 1
@@ -62,7 +63,7 @@ frontend compute
 backend tristate_api
     balance leastconn
     option httpchk GET /healthcheck
-    default-server check inter 500ms fall 2 rise 2 maxconn 16
+    default-server check inter 1s fall 3 rise 2 maxconn 16
 %(servers)s
 '''
 
@@ -184,6 +185,12 @@ class Haproxy:
             except requests.ConnectionError:
                 assert time.monotonic() < deadline, 'HAProxy did not listen'
                 time.sleep(0.05)
+
+    def state_changes(self):
+        """HAProxy's lines saying a server went DOWN or came UP."""
+        text = (self.path / 'haproxy.log').read_text(errors='replace')
+        return [line.strip()[:200] for line in text.splitlines()
+                if ' is DOWN' in line or ' is UP' in line]
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:

@@ -217,6 +217,7 @@ def test_many_processes_each_kind_killed_under_load(plane):
         load.stop()
         proxy.stop()
     events.append('load ran %.0f s' % (time.monotonic() - began))
+    events.extend('haproxy: ' + line for line in proxy.state_changes())
 
     began = time.monotonic()
     failed = verify(plane, load, END_DEADLINE)
