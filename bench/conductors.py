@@ -15,15 +15,18 @@ in each of the ``--rounds``. Figures, medians over the rounds:
 * conductor CPU seconds per build: the user + system time of every
   conductor process (``/proc/<pid>/stat``, fields 14 and 15) over the
   burst, divided by the builds; with two, each conductor's share too.
-  A build is one create call, the scheduling, the send to its agent and
-  the agent's progress and result calls; a controller's build capacity
-  is about its cores divided by this (when PostgreSQL and RabbitMQ run
-  elsewhere).
+  The conductors' CPU while idle (``--idle`` seconds watched before the
+  burst: heartbeats, periodic jobs, the bus's own threads) is given too,
+  and the CPU per build without it. A build is one create call, the
+  scheduling, the send to its agent and the agent's progress and result
+  calls; a controller's build capacity is about its cores divided by the
+  CPU per build (when PostgreSQL and RabbitMQ run elsewhere).
 """
 
 import os
 import shutil
 import tempfile
+import time
 
 from bench import burst as burst_mod
 from bench import burst_rabbit
@@ -34,7 +37,7 @@ from common.db import engine
 from common.db import migration
 
 NAME = 'conductors'
-TINY = ['--builds', '4', '--hosts', '1', '--rounds', '1']
+TINY = ['--builds', '4', '--hosts', '1', '--rounds', '1', '--idle', '0.5']
 TICK = os.sysconf('SC_CLK_TCK')
 
 
@@ -42,6 +45,10 @@ def add_arguments(parser):
     parser.add_argument('--builds', type=int, default=200)
     parser.add_argument('--clients', type=int, default=8)
     parser.add_argument('--hosts', type=int, default=4)
+    parser.add_argument('--idle', type=float, default=5.0,
+                        help='seconds the conductors are watched idle before '
+                             'the burst, for their CPU without builds '
+                             '(default 5)')
     core.add_rounds(parser)
 
 
@@ -66,7 +73,8 @@ def _consuming(daemons, names):
 
 
 def one_round(args, rabbit, server, conductors):
-    """(seconds of the burst, {conductor: CPU seconds over it})."""
+    """(seconds of the burst, {conductor: CPU seconds over it}, {conductor:
+    CPU seconds per second while idle})."""
     tmp = tempfile.mkdtemp(prefix='tristate-bench-')
     try:
         with services.fresh_database(server) as db_url:
@@ -82,6 +90,7 @@ def one_round(args, rabbit, server, conductors):
                 core.wait_for(lambda: _consuming(daemons, names), timeout=120,
                               interval=0.1, what='every conductor to consume')
                 pids = {name: daemons.procs[name].pid for name in names}
+                idle = _rates(pids, args.idle)
                 before = {n: cpu_seconds(p) for n, p in pids.items()}
                 seconds = burst_mod.burst(tier, args.builds, args.clients, 'c')
                 used = {n: cpu_seconds(p) - before[n] for n, p in pids.items()}
@@ -92,20 +101,35 @@ def one_round(args, rabbit, server, conductors):
                 daemons.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return seconds, used
+    return seconds, used, idle
+
+
+def _rates(pids, seconds):
+    """{name: CPU seconds per second} of each process over ``seconds``."""
+    if seconds <= 0:
+        return {name: 0.0 for name in pids}
+    before = {n: cpu_seconds(p) for n, p in pids.items()}
+    time.sleep(seconds)
+    return {n: (cpu_seconds(p) - before[n]) / seconds
+            for n, p in pids.items()}
 
 
 def run(args):
     plane_mod.quiet_logs()
     rates = {1: [], 2: []}
     per_build = {1: [], 2: []}
-    shares = []
+    net = {1: [], 2: []}
+    shares, idles = [], []
     with services.broker_and_server() as (rabbit, server):
         for round_no in range(args.rounds):
             for count in ((1, 2) if round_no % 2 == 0 else (2, 1)):
-                seconds, used = one_round(args, rabbit, server, count)
+                seconds, used, idle = one_round(args, rabbit, server, count)
                 rates[count].append(args.builds / seconds)
                 per_build[count].append(sum(used.values()) / args.builds)
+                # without what the conductors burn idle over as long
+                net[count].append(max(0.0, sum(used.values()) - seconds * sum(
+                    idle.values())) / args.builds)
+                idles.extend(idle.values())
                 if count == 2:
                     shares.extend(cpu / args.builds for cpu in used.values())
     size = ('%d builds, %d clients, %d agent processes, RabbitMQ + '
@@ -116,7 +140,7 @@ def run(args):
         NAME, 'burst of %d to all ACTIVE, %d conductor%s' % (
             args.builds, count, 's' if count > 1 else ''),
         core.median(rates[count]), 'servers/s', size=size,
-        note=core.rounds_note(rates[count])) for count in (1, 2)]
+        note=core.rounds_note(rates[count], '%.1f')) for count in (1, 2)]
     ratios = [two / one for one, two in zip(rates[1], rates[2], strict=True)]
     figures.append(core.Figure(
         NAME, '2 vs 1 conductor: servers/s ratio',
@@ -130,6 +154,16 @@ def run(args):
             core.median(per_build[count]) * 1000, 'ms', size=size,
             note=core.rounds_note([v * 1000 for v in per_build[count]],
                                   '%.1f')))
+    figures.append(core.Figure(
+        NAME, 'conductor CPU per build without its idle CPU, 1 and 2 '
+        'conductors', core.median(net[1] + net[2]) * 1000, 'ms', size=size,
+        note='per round, 1 conductor: %s; 2: %s' % tuple(', '.join(
+            '%.1f' % (v * 1000) for v in net[c]) for c in (1, 2))))
+    figures.append(core.Figure(
+        NAME, 'CPU of an idle conductor', core.median(idles) * 1000,
+        'ms/s', size=size, note='%.0f s watched before each burst; every '
+        'conductor: %s' % (args.idle, ', '.join('%.1f' % (v * 1000)
+                                                for v in idles))))
     figures.append(core.Figure(
         NAME, 'CPU per build of each of 2 conductors (its share)',
         core.median(shares) * 1000, 'ms', size=size,

@@ -190,19 +190,22 @@ def test_conductors_figures_per_build_and_ratio(monkeypatch):
     def one_round(args, rabbit, server, count):
         expected, seconds, used = next(rounds)
         assert count == expected
-        return seconds, used
+        return seconds, used, {name: 0.25 for name in used}
     monkeypatch.setattr(conductors, 'one_round', one_round)
     monkeypatch.setattr(conductors.services, 'broker_and_server',
                         lambda: _Both(('rabbit', 'pg')))
     parser = argparse.ArgumentParser()
     conductors.add_arguments(parser)
-    one, two, ratio, cpu1, cpu2, share = conductors.run(parser.parse_args(
-        ['--builds', '100', '--rounds', '2']))
+    one, two, ratio, cpu1, cpu2, net, idle, share = conductors.run(
+        parser.parse_args(['--builds', '100', '--rounds', '2']))
     assert (one.value, two.value) == (37.5, 75.0)   # 50 & 25, 100 & 50
     assert ratio.value == pytest.approx(2.0) and ratio.met is True
     assert cpu1.value == pytest.approx(30.0)        # ms: 40 and 20
     assert cpu2.value == pytest.approx(45.0)        # ms: 50 and 40
     assert share.value == pytest.approx(20.0)       # ms: 30, 20, 20, 20
+    # less 0.25 s/s per conductor over the burst: ms 35, 10; 45, 30
+    assert net.value == pytest.approx(32.5)
+    assert idle.value == pytest.approx(250.0)
 
 
 class _Both:

@@ -52,6 +52,7 @@ SETTLE = size(1, 15)        # seconds of load between two faults
 DOWN = size(1, 5)           # seconds a killed process stays dead
 HELD = size(3, 10)          # at most this long frozen before the kill
 END_DEADLINE = size(90, 300)
+RESTART = 180               # seconds a restarted process may take to be back
 # The reaper ends a task no agent ever got (its conductor died after the
 # claim) after this long without progress, not the table's 10-30 min.
 TIMEOUTS = {action: 30 for action in ('build', 'stop', 'start', 'reboot')}
@@ -142,12 +143,37 @@ def _held(plane, since):
     return False
 
 
+def _log_size(plane, name):
+    try:
+        return (plane.path / ('%s.log' % name)).stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def _log_sizes(plane):
-    return {host: (plane.path / ('%s.log' % host)).stat().st_size
-            for host in plane.hosts}
+    return {host: _log_size(plane, host) for host in plane.hosts}
 
 
-def _kill_conductor(plane, events):
+def _restart(plane, name, ready, events):
+    """Start ``name`` again DOWN s after its kill; wait until ``ready()``."""
+    time.sleep(DOWN)
+    since = _log_size(plane, name)
+    started = time.monotonic()
+    plane.restart(name)
+    plane.wait_for(lambda: ready(since), RESTART, '%s to be back' % name)
+    events.append('%s started again, back %.1f s later' % (
+        name, time.monotonic() - started))
+
+
+def _consumes(plane, name):
+    """ready() of a daemon: it logged that it consumes, after ``since``."""
+    def ready(since):
+        text = (plane.path / ('%s.log' % name)).read_text(errors='replace')
+        return 'is consuming from the message bus' in text[since:]
+    return ready
+
+
+def _kill_conductor(plane, proxy, events):
     """Freeze a conductor until it holds an agent's result (or HELD s),
     SIGKILL it, start it again DOWN s later."""
     name = plane.conductors[1]
@@ -162,18 +188,19 @@ def _kill_conductor(plane, events):
     events.append('froze %s, SIGKILLed it %.1f s later (%s)' % (
         name, time.monotonic() - started,
         'holding an agent\'s result' if held else 'no result held seen'))
-    time.sleep(DOWN)
-    plane.restart(name)
-    events.append('%s started again' % name)
+    _restart(plane, name, _consumes(plane, name), events)
 
 
-def _kill_api(plane, events):
+def _kill_api(plane, proxy, events):
+    """SIGKILL an API; start it again; back once HAProxy sees it UP."""
     name = APIS[0]
+    ups = len([line for line in proxy.state_changes()
+               if '/%s is UP' % name in line])
     plane.kill(name)
     events.append('SIGKILLed %s' % name)
-    time.sleep(DOWN)
-    plane.restart(name)
-    events.append('%s started again' % name)
+    _restart(plane, name, lambda since: len([
+        line for line in proxy.state_changes()
+        if '/%s is UP' % name in line]) > ups, events)
 
 
 def _busy_host(plane):
@@ -186,15 +213,13 @@ def _busy_host(plane):
     return plane.hosts[0]
 
 
-def _kill_agent(plane, events):
+def _kill_agent(plane, proxy, events):
     host = _busy_host(plane)
     running = len(plane.statedb.list_running_tasks(host=host))
     plane.kill(host)
     events.append('SIGKILLed agent %s (%d tasks running on it)'
                   % (host, running))
-    time.sleep(DOWN)
-    plane.restart(host)
-    events.append('agent %s started again' % host)
+    _restart(plane, host, _consumes(plane, host), events)
 
 
 def test_many_processes_each_kind_killed_under_load(plane):
@@ -211,7 +236,7 @@ def test_many_processes_each_kind_killed_under_load(plane):
     try:
         for fault in (_kill_conductor, _kill_api, _kill_agent):
             time.sleep(SETTLE)
-            fault(plane, events)
+            fault(plane, proxy, events)
         time.sleep(SETTLE)
     finally:
         load.stop()
