@@ -49,8 +49,8 @@ AGENTS = size(2, 10)
 PRE_BUILT = size(2, 20)     # instances built before the load starts
 WORKERS = size(2, 4)        # threads sending requests through HAProxy
 SETTLE = size(1, 15)        # seconds of load between two faults
-DOWN = size(1, 5)           # seconds a killed process stays dead
-HELD = size(3, 10)          # at most this long frozen before the kill
+DOWN = size(0.5, 5)           # seconds a killed process stays dead
+HELD = size(0, 10)          # at most this long frozen before the kill
 END_DEADLINE = size(90, 300)
 RESTART = 180               # seconds a restarted process may take to be back
 # The reaper ends a task no agent ever got (its conductor died after the
