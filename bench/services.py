@@ -167,10 +167,13 @@ class Daemons:
                 stderr=subprocess.STDOUT)
         return self.procs[name]
 
-    def start_conductor(self):
-        return self.spawn('conductor', 'conductor', {
-            'DEFAULT': {'host': 'conductor-%s' % self.tag,
-                        'log_file': os.path.join(self.path, 'conductor.log')},
+    def start_conductor(self, name='conductor'):
+        """A conductor process ``name`` (several may run: each its name)."""
+        return self.spawn(name, 'conductor', {
+            'DEFAULT': {'host': '%s-%s' % (name, self.tag),
+                        'log_file': os.path.join(self.path, '%s.log' % name)},
+            # a free port each: several conductors share the machine
+            'metrics': {'host': '127.0.0.1', 'port': 0},
             'database': {'connection': self.db_url}})
 
     def start_agents(self, statedb):

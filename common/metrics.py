@@ -21,6 +21,7 @@ start with ``tristate_``; docs/operator-guide.md lists them all.
 import datetime
 import functools
 import logging
+import sys
 import time
 
 import prometheus_client as prom
@@ -213,9 +214,21 @@ def serve(conf, *, statedb=None, default):
     it) or None."""
     if not enabled(conf, default=default):
         return None
-    server, _thread = prom.start_http_server(
-        conf.metrics.port, addr=conf.metrics.host,
-        registry=registry(statedb, conf))
+    try:
+        server, _thread = prom.start_http_server(
+            conf.metrics.port, addr=conf.metrics.host,
+            registry=registry(statedb, conf))
+    except OSError as err:
+        # Before the daemon starts anything (its callers serve first): a
+        # second daemon on one machine with the same port stops here.
+        why = ('cannot serve metrics on %s:%d ([metrics] host, port): %s; '
+               'nothing was started. Give each conductor or agent on one '
+               'machine its own [metrics] port (0: a free one) or set '
+               '[metrics] enabled = false' % (
+                   conf.metrics.host, conf.metrics.port,
+                   err.strerror or err))
+        LOG.error('%s', why)        # the log file says it too
+        sys.exit('%s: %s' % (conf.prog or 'tristate', why))
     LOG.info('Serving metrics on http://%s:%d/metrics', conf.metrics.host,
              server.server_address[1])
     return server

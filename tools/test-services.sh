@@ -5,6 +5,8 @@
 #   tools/test-services.sh stop DIR
 #   tools/test-services.sh rabbit DIR start|stop|kill
 #       the RabbitMQ node alone (the broker-restart tests use it; epmd stays)
+#   tools/test-services.sh rabbit DIR ctl ARGS...
+#       rabbitmqctl ARGS against that node (e.g. a test's own users)
 #   tools/test-services.sh libvirtd DIR start|stop|kill
 #       a private libvirtd of its own (see below; the libvirtd-restart test)
 #   tools/test-services.sh pg DIR start|stop|kill
@@ -30,7 +32,7 @@
 # skip with the reason.
 set -euo pipefail
 
-usage="usage: $0 start|stop DIR | $0 rabbit|pg|libvirtd DIR start|stop|kill
+usage="usage: $0 start|stop DIR | $0 rabbit|pg|libvirtd DIR start|stop|kill | $0 rabbit DIR ctl ARGS...
        $0 libvirtd DIR start [BRIDGE_HELPER]
        $0 cluster DIR start|stop | node I start|stop|kill | ctl I ARGS...
        $0 pgpair DIR start PRIMARY_PORT STANDBY_PORT | stop
@@ -628,6 +630,7 @@ case "$cmd" in
             start) rabbit_start ;;
             stop) rabbit_stop_node TERM ;;
             kill) rabbit_stop_node KILL ;;
+            ctl) shift 3; rabbit_settings; "${as_rabbit[@]}" "$rabbit_bin/rabbitmqctl" -n "$rabbit_node" -q "$@" ;;
             *) echo "$usage" >&2; exit 2 ;;
         esac ;;
     libvirtd)

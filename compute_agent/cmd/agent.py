@@ -32,9 +32,10 @@ def main(argv=None):
     what = 'compute agent %s (%s driver)' % (agent.host, agent.driver.name)
     # Ready while the bus is still being connected: the agent's state is
     # its journal and its hypervisor; it reports once the bus is back.
+    # First: a port it cannot have stops it before it takes any task.
+    metrics_server = metrics.serve(conf, default=False)
     agent.start(wait_for_bus=False, on_bus=lambda: sdnotify.status(
         '%s; message bus connected' % what))
-    metrics_server = metrics.serve(conf, default=False)
     sdnotify.ready('%s; message bus %s' % (
         what, 'connected' if agent.starter.started else 'connecting'))
     try:

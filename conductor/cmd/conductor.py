@@ -46,9 +46,10 @@ def main(argv=None):
     bus = rpc.Bus(conf)
     conductor = conductor_service.ConductorService(conf, bus, statedb)
     what = 'conductor %s on topic %s' % (conductor.host, conf.conductor.topic)
+    # First: a port it cannot have stops it before it takes any message.
+    metrics_server = metrics.serve(conf, statedb=statedb, default=True)
     conductor.start(wait_for_bus=False, on_bus=lambda: sdnotify.status(
         '%s; message bus connected' % what))
-    metrics_server = metrics.serve(conf, statedb=statedb, default=True)
     try:
         if _wait_for_database(conductor):
             sdnotify.ready('%s; message bus %s' % (

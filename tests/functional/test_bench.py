@@ -19,7 +19,7 @@ import pytest
 from bench import core
 from bench import scenarios
 
-NEEDS_SERVICES = {'burst_rabbit', 'reports', 'memory'}
+NEEDS_SERVICES = {'burst_rabbit', 'reports', 'memory', 'conductors'}
 
 
 @pytest.fixture(autouse=True)
@@ -83,7 +83,7 @@ def test_every_scenario_is_in_the_table_order():
     assert list(scenarios.ALL) == [
         'build_one', 'burst', 'delete', 'burst_rabbit', 'shutdown',
         'shutdown_libvirt', 'reports', 'scheduler', 'conflicts', 'memory',
-        'image_transfer', 'image_cached_build', 'server_list']
+        'image_transfer', 'image_cached_build', 'server_list', 'conductors']
 
 
 def test_output_prints_a_table_and_json_lines(tmp_path, capsys):
@@ -171,6 +171,59 @@ def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
     assert cpu_small.note.startswith('median of 3 rounds: ')
     # the conductor's CPU per create call, in ms
     assert creates.value == pytest.approx(1.0) and creates.op is None
+
+
+def test_conductor_cpu_is_read_from_proc_stat():
+    """The conductors scenario reads a process's CPU seconds from
+    /proc/PID/stat: this process's, read so, moves with os.times()."""
+    from bench import conductors
+    before, times = conductors.cpu_seconds(os.getpid()), os.times()
+    sum(i * i for i in range(2_000_000))        # some CPU
+    spent = conductors.cpu_seconds(os.getpid()) - before
+    expected = sum(os.times()[:2]) - sum(times[:2])
+    assert spent > 0
+    assert abs(spent - expected) <= 0.05 + 0.1 * expected
+
+
+def test_conductors_figures_per_build_and_ratio(monkeypatch):
+    """One and two conductors alternate; rates, the ratio and the CPU per
+    build (all conductors, and each one's share) are medians."""
+    from bench import conductors
+    rounds = iter([(1, 2.0, {'conductor1': 4.0}),
+                   (2, 1.0, {'conductor1': 3.0, 'conductor2': 2.0}),
+                   (2, 2.0, {'conductor1': 2.0, 'conductor2': 2.0}),
+                   (1, 4.0, {'conductor1': 2.0})])
+
+    def one_round(args, rabbit, server, count):
+        expected, seconds, used = next(rounds)
+        assert count == expected
+        return seconds, used, {name: 0.25 for name in used}
+    monkeypatch.setattr(conductors, 'one_round', one_round)
+    monkeypatch.setattr(conductors.services, 'broker_and_server',
+                        lambda: _Both(('rabbit', 'pg')))
+    parser = argparse.ArgumentParser()
+    conductors.add_arguments(parser)
+    one, two, ratio, cpu1, cpu2, net, idle, share = conductors.run(
+        parser.parse_args(['--builds', '100', '--rounds', '2']))
+    assert (one.value, two.value) == (37.5, 75.0)   # 50 & 25, 100 & 50
+    assert ratio.value == pytest.approx(2.0) and ratio.met is True
+    assert cpu1.value == pytest.approx(30.0)        # ms: 40 and 20
+    assert cpu2.value == pytest.approx(45.0)        # ms: 50 and 40
+    assert share.value == pytest.approx(20.0)       # ms: 30, 20, 20, 20
+    # less 0.25 s/s per conductor over the burst: ms 35, 10; 45, 30
+    assert net.value == pytest.approx(32.5)
+    assert idle.value == pytest.approx(250.0)
+
+
+class _Both:
+    def __init__(self, value):
+        self.value = value
+
+    def __enter__(self):
+        return self.value
+
+    def __exit__(self, *exc):
+        return False
 
 
 def test_a_peak_of_memory_is_read_and_reset(tmp_path):

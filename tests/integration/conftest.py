@@ -152,12 +152,17 @@ class Plane:
     """One conductor and the agents of :data:`HOSTS`, each its own process."""
 
     def __init__(self, path, url, *, fake_driver=None, conductors=1,
-                 db_url=None, urls=None, rabbit=None, exchange=None):
+                 db_url=None, urls=None, rabbit=None, exchange=None,
+                 hosts=HOSTS, task_timeouts=None):
         self.path = path
         self.url = url
-        # Per process kind ('conductor', 'agent', 'api'): its own
-        # transport_url (a user per service), else ``url``.
+        # Per process kind ('conductor', 'agent', 'api'), or per agent
+        # ('agent:HOST'): its own transport_url (a user per service, or
+        # per host), else ``url``.
         self.urls = dict(urls or {})
+        self.hosts = tuple(hosts)
+        # [conductor] task_timeouts: the reaper's per-action seconds.
+        self.task_timeouts = dict(task_timeouts or {})
         self.rabbit = dict(rabbit or {})
         self.tag = uuidlib.uuid4().hex[:12]
         self.exchange = exchange or 'tristate-it-%s' % self.tag
@@ -192,6 +197,9 @@ class Plane:
                 'periodic_interval': 1,
                 # the agents' calls to the conductor; retried until recorded
                 'rpc_timeout': 5,
+                **({'task_timeouts': ','.join(
+                    '%s:%s' % kv for kv in self.task_timeouts.items())}
+                   if self.task_timeouts else {}),
             },
             'compute': {
                 'topic': 'tristate-compute-%s' % self.tag,
@@ -211,8 +219,8 @@ class Plane:
             'oslo_messaging_notifications': {'driver': 'messagingv2'},
         }
 
-    def _own_url(self, kind):
-        url = self.urls.get(kind)
+    def _own_url(self, kind, name=None):
+        url = self.urls.get('%s:%s' % (kind, name)) or self.urls.get(kind)
         return {'transport_url': url} if url else {}
 
     def write_config(self, name, sections):
@@ -228,10 +236,10 @@ class Plane:
                         **self._own_url('conductor')},
             'database': {'connection': self.db_url},
         }) for name in self.conductors}
-        for host in HOSTS:
+        for host in self.hosts:
             sections = {'DEFAULT': {'host': host,
                                     'log_file': self.path / ('%s.log' % host),
-                                    **self._own_url('agent')}}
+                                    **self._own_url('agent', host)}}
             if self.fake_driver:
                 sections['fake_driver'] = {
                     key: ','.join('%s:%s' % kv for kv in value.items())
@@ -260,7 +268,9 @@ class Plane:
         self.logs[name] = [self.path / ('%s.log' % name),
                            self.path / ('%s.out' % name)]
 
-    def start(self):
+    def start(self, before_agents=None):
+        """Start the conductors, then (after ``before_agents()``, if
+        given) the agents; returns once every agent heartbeats."""
         self.configure()
         database = engine.Database(self.db_url)
         migration.upgrade(database)
@@ -280,26 +290,30 @@ class Plane:
         ping = rpcapi.ConductorAPI(self.bus, conf, timeout=1)
         self.wait_for(lambda: self._answers(ping), 60,
                       'the conductor to answer')
-        for host in HOSTS:
+        if before_agents is not None:
+            before_agents()
+        for host in self.hosts:
             self.spawn(host, 'agent')
-        self.wait_for(self._hosts_up, 60, 'both agents to heartbeat')
+        self.wait_for(self._hosts_up, 60, 'every agent to heartbeat')
         return self
 
-    def start_api(self, port, *, rpc_timeout=30):
-        """Start ``tristate-api`` on 127.0.0.1:``port`` (noauth: send
-        ``X-Auth-Token: USER:PROJECT``); returns its base URL once it
-        listens."""
-        self.own_conf['api'] = self.write_config('api', {
-            'DEFAULT': {'host': 'api-%s' % self.tag,
-                        'log_file': self.path / 'api.log'},
+    def start_api(self, port, *, rpc_timeout=30, name='api', image=True):
+        """Start ``tristate-api`` (process ``name``) on 127.0.0.1:``port``
+        (noauth: send ``X-Auth-Token: USER:PROJECT``); returns its base URL
+        once it listens, with the test image uploaded unless ``image`` is
+        false."""
+        self.own_conf[name] = self.write_config(name, {
+            'DEFAULT': {'host': '%s-%s' % (name, self.tag),
+                        'log_file': self.path / ('%s.log' % name)},
             'database': {'connection': self.db_url},
             'api': {'listen': '127.0.0.1', 'port': port,
                     'auth_strategy': 'noauth', 'rpc_timeout': rpc_timeout},
         })
-        self.spawn('api', 'api')
+        self.spawn(name, 'api')
         self.wait_for(lambda: _listening(port), 60, 'the API to listen')
         url = 'http://127.0.0.1:%d' % port
-        images_support.upload_image(url)      # what servers boot
+        if image:
+            images_support.upload_image(url)      # what servers boot
         return url
 
     def _answers(self, conductor_api):
@@ -312,7 +326,7 @@ class Plane:
     def _hosts_up(self):
         beating = {h['name'] for h in self.statedb.list_hosts()
                    if h['last_heartbeat'] is not None}
-        return beating >= set(HOSTS)
+        return beating >= set(self.hosts)
 
     def kill(self, name):
         """SIGKILL process ``name``: no goodbye, nothing cleaned up."""
