@@ -16,7 +16,8 @@ any temporary image.
 
 Skipped like the live migration's test (:mod:`.test_live_migration_on_real_qemu`):
 it runs in ``tox -e migration``; the default suite runs it only with
-``TRISTATE_TEST_MIGRATION=1`` (two TCG boots and the disk copy: 150 s here on a loaded machine).
+``TRISTATE_TEST_MIGRATION=1`` (two TCG boots and the disk copy: 150 s
+here on a loaded machine).
 """
 
 import os
