@@ -50,6 +50,11 @@ The steps (the conductor drives each; agents only talk to conductors):
    ran, its disk untouched; the destination's allocation is freed and its
    copy doomed and destroyed.
 
+A temporary image a dead source agent left (uploaded, never handed to the
+destination) is deleted when the task is ended for it (the reaper, or the
+agent's report of its lost tasks when it starts again), else by the
+instance's next move, or by its delete.
+
 A hard delete at any point frees both hosts' allocations and dooms the
 other host's copy (:meth:`common.db.api.StateDB.hard_delete`); the source's
 task is preempted at its next report and destroys its domain; a temporary
@@ -123,7 +128,11 @@ class ColdMoves:
 
     def prepare(self, task_ctx, inst, dest):
         """The task's parameters of a move to ``dest``: the temporary
-        image and the source's write grant for it."""
+        image and the source's write grant for it. An earlier attempt's
+        temporary image still there (its source agent died after the
+        upload, before step 3 could delete it) goes first: this task, now
+        claimed, is the instance's only move."""
+        self.forget_images(inst['uuid'])
         image = images_db.create(self.db, context.get_admin_context(), {
             'name': 'migration of %s' % inst['uuid'], 'owner': OWNER,
             'visibility': 'private', 'disk_format': 'qcow2',
