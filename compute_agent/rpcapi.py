@@ -128,6 +128,21 @@ class ComputeAPI:
             metrics.rpc_error('receive_migration', err)
             raise
 
+    def destroy_domain_and_wait(self, ctx, *, host, instance_uuid,
+                                timeout=None):
+        """Destroy a domain and answer once it is gone (a cross-host
+        revert: the destination's copy stops before the source's starts).
+        The same method as :meth:`destroy_domain`, called instead of cast
+        (every agent answers it: 1.0); raises what the agent raised, or
+        MessagingTimeout."""
+        try:
+            return self.client.prepare(server=host, version='1.0',
+                                       timeout=timeout).call(
+                ctx, 'destroy_domain', instance_uuid=instance_uuid)
+        except rpc.MessagingException as err:
+            metrics.rpc_error('destroy_domain', err)
+            raise
+
     def destroy_domain(self, ctx, *, host, instance_uuid):
         """Destroy a domain whose instance is gone (best effort: with the
         broker away it fails after one retry instead of waiting for it; the

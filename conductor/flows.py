@@ -375,9 +375,7 @@ class Flows:
                 # rebuild of a buried instance: the build runs again
                 self._rebuild_buried(task_ctx, inst, action, prepared)
             elif self._allocate(task_ctx, inst, action, prepared):
-                host = self._cold_end(task_ctx, inst, action, prepared)
-                self.send(task_ctx, host, dict(inst, host=host), action,
-                          prepared)
+                self._send_action(task_ctx, inst, action, prepared)
         after = self._started(inst, task_ctx)
         if 'image_id' in prepared:
             after['image_id'] = prepared['image_id']
@@ -462,10 +460,16 @@ class Flows:
             return False
         return True
 
+    def _send_action(self, task_ctx, inst, action, params):
+        host = self._cold_end(task_ctx, inst, action, params)
+        if host is not None:
+            self.send(task_ctx, host, dict(inst, host=host), action, params)
+
     def _cold_end(self, task_ctx, inst, action, params):
         """The host a task goes to: the instance's, but the source for
         the revert of a cold move (:mod:`conductor.migrate`); a confirm or
-        revert of one is told so (``cross_host``)."""
+        revert of one is told so (``cross_host``). None: the task ended
+        (a revert whose destination did not destroy its copy)."""
         if action not in ('confirm_resize', 'revert_resize'):
             return inst['host']
         source = self.cold.other_host(inst)
@@ -474,7 +478,12 @@ class Flows:
         params['cross_host'] = True
         if action == 'confirm_resize':
             return inst['host']
-        self.cold.before_revert(task_ctx, inst, source)
+        try:
+            self.cold.before_revert(task_ctx, inst, source)
+        except migrate.RevertNotStarted as err:
+            self.gateway.fail_quietly(task_ctx, inst['uuid'], error=str(err),
+                                      rolled_back=True)
+            return None
         return source
 
     def _prepare_incoming(self, task_ctx, inst, dest):

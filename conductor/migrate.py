@@ -81,6 +81,11 @@ OWNER = 'tristate-migration'
 PROPERTY = 'tristate_migration_of'
 
 
+class RevertNotStarted(Exception):
+    """A cross-host revert whose destination did not destroy its copy:
+    the task ends rolled back, the instance still on the destination."""
+
+
 class ColdMoves:
     def __init__(self, *, db, scheduler, compute, conf):
         self.db = db
@@ -192,19 +197,28 @@ class ColdMoves:
             and a['host'] != inst['host']), None)
 
     def before_revert(self, task_ctx, inst, source):
-        """A cross-host revert: the destination is told to destroy its copy
-        and the instance is placed on the source again, whose agent runs
-        the task (powers the kept guest on if it ran)."""
-        self.request_destroy(task_ctx, inst['uuid'], inst['host'])
-        self.db.place_for_task(task_ctx, inst['uuid'], source)
-
-    def request_destroy(self, ctx, instance_uuid, host):
+        """A cross-host revert: the destination destroys its copy, and
+        only once it answered that the domain is gone is the instance
+        placed on the source again, whose agent runs the task (powers the
+        kept guest on if it ran): the two copies never run together.
+        A destination that does not destroy it (an error, no answer within
+        ``[conductor] rpc_timeout``): the revert is refused
+        (:class:`RevertNotStarted`); a destination whose agent is down or
+        forced down was refused before the claim (flows'
+        ``_check_host_up``)."""
+        dest = inst['host']
         try:
-            self.compute.destroy_domain(ctx, host=host,
-                                        instance_uuid=instance_uuid)
-        except Exception as err:       # the doomed mark is the net
-            LOG.warning('Could not ask host %s to destroy its copy of %s: '
-                        '%s', host, instance_uuid, err)
+            self.compute.destroy_domain_and_wait(
+                task_ctx, host=dest, instance_uuid=inst['uuid'],
+                timeout=self.conf.conductor.rpc_timeout)
+        except Exception as err:     # noqa: BLE001 - any: not known gone
+            why = (str(err).splitlines() or [type(err).__name__])[0]
+            raise RevertNotStarted(
+                'host %s did not destroy its copy of instance %s (%s); the '
+                'source\'s is not started while that copy may run: revert '
+                'again once the host answers' % (dest, inst['uuid'], why)
+            ) from None
+        self.db.place_for_task(task_ctx, inst['uuid'], source)
 
     # --- the temporary image -----------------------------------------------------
 
