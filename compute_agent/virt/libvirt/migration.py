@@ -58,6 +58,7 @@ FLAGS = (libvirt.VIR_MIGRATE_LIVE | libvirt.VIR_MIGRATE_PEER2PEER
          | libvirt.VIR_MIGRATE_NON_SHARED_INC)
 POLL = 0.5                      # seconds between two reads of the job
 PROGRESS_EVERY = 5.0            # seconds: progress sent again, unchanged
+INCOMING_TTL_MIN = 600.0        # seconds: see _promised_serial_ports
 ElementTree.register_namespace('tristate', config.NAMESPACE)
 
 
@@ -176,7 +177,13 @@ class MigrationOps:
             if self._lookup(conn, uuid) is not None:
                 raise VirtError('domain %s already exists on host %s'
                                 % (uuid, self.host))
-            return self._serial_tcp(conn)
+            # chosen and promised at once: a concurrent prepare or build
+            # here never takes the same port (the domain comes later)
+            with self._ports_lock:
+                tcp = self._serial_tcp(conn)
+                if tcp is not None:
+                    self._incoming_serial[uuid] = (tcp[1], self.clock())
+                return tcp
         try:
             serial_tcp = self.connection.run(check)
         except libvirt.libvirtError as err:
@@ -199,8 +206,24 @@ class MigrationOps:
     def abandon_incoming(self, uuid):
         """Remove what :meth:`prepare_incoming` made, unless the domain
         arrived after all."""
+        with self._ports_lock:
+            self._incoming_serial.pop(uuid, None)
         if self.get_domain(uuid) is None:
             self._files(uuid).remove()
+
+    def _promised_serial_ports(self, here):
+        """Serial ports promised by :meth:`prepare_incoming` to guests
+        not yet arrived (``here``: the uuids of the domains on this host,
+        whose ports are read from their definitions). A promise lasts
+        until the domain arrives, the move is abandoned, or twice the
+        longest a migration may take (a move whose end was never told).
+        Called with ``_ports_lock`` held."""
+        ttl = 2 * max(self.migration.timeout or 0, INCOMING_TTL_MIN)
+        now = self.clock()
+        for uuid, (_port, since) in list(self._incoming_serial.items()):
+            if uuid in here or now - since > ttl:
+                del self._incoming_serial[uuid]
+        return {port for port, _since in self._incoming_serial.values()}
 
     # --- source --------------------------------------------------------------
 
