@@ -26,6 +26,11 @@ Version history:
 * 1.8 - receive_migration (a call, on a cold migration's destination once
   the source's disk is in the image store): fetch it, check its SHA-256,
   build the domain on it (:mod:`compute_agent.coldmove`).
+* 1.9 - run_task's live_migrate params may say ``prepare`` instead of
+  carrying ``incoming``: the source asks for the destination's prepare in
+  its task (conductor RPC 1.18), so the API request no longer waits for
+  it (issue 25). Capped below 1.9 the conductor prepares before it sends
+  the task, as before.
 """
 
 import logging
@@ -35,7 +40,7 @@ from common import metrics
 from common import rpc
 
 LOG = logging.getLogger(__name__)
-VERSION = '1.8'
+VERSION = '1.9'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -65,6 +70,8 @@ class ComputeAPI:
                             instance.get('uuid'))
                 params = {k: v for k, v in params.items()
                           if k != 'admin_pass'}
+        if params.get('prepare'):
+            version = '1.9'
         kwargs = {'instance': instance, 'action': action, 'params': params}
         if not self.client.can_send_version('1.1'):
             return self._cast(ctx, host, 'run_task', **kwargs)
@@ -75,6 +82,11 @@ class ComputeAPI:
         except rpc.MessagingException as err:
             metrics.rpc_error('run_task', err)
             raise
+
+    def prepares_in_task(self):
+        """1.9: whether a live migration's source may ask for its
+        destination's prepare itself (``params['prepare']``)."""
+        return self.client.can_send_version('1.9')
 
     def get_diagnostics(self, ctx, *, host, instance_uuid, timeout=None):
         """1.4: the diagnostics of ``instance_uuid``'s domain on

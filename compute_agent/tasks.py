@@ -213,12 +213,17 @@ def _resize(agent, inst, params):
 
 def _live_migrate(agent, inst, params):
     """To ``params['dest']``, prepared as ``params['incoming']`` says (the
-    destination's answer to agent RPC 1.6, for a driver that takes it);
-    the job's progress is the task's."""
+    destination's answer to agent RPC 1.6, for a driver that takes it),
+    or, with ``params['prepare']`` (agent RPC 1.9), as the destination
+    answers now, asked through the conductor (RPC 1.18); the job's
+    progress is the task's."""
     method = agent.driver.migrate_out
+    incoming = params.get('incoming')
+    if params.get('prepare') and incoming is None:
+        incoming = agent.prepare_destination(inst)
     extra = {}
     if takes(method, 'incoming'):
-        extra['incoming'] = params.get('incoming')
+        extra['incoming'] = incoming
     if takes(method, 'progress'):
         extra['progress'] = lambda percent: agent.progress(inst,
                                                            percent=percent)

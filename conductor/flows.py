@@ -446,8 +446,11 @@ class Flows:
                     params.update(self.cold.prepare(task_ctx, inst, dest))
             elif action == 'live_migrate':
                 params['dest'] = self._migration_dest(task_ctx, inst, params)
-                params['incoming'] = self._prepare_incoming(
-                    task_ctx, inst, params['dest'])
+                if self.compute.prepares_in_task():
+                    params['prepare'] = True    # asked by the source
+                else:
+                    params['incoming'] = self._prepare_incoming(
+                        task_ctx, inst, params['dest'])
         except exception.NoValidHost as err:
             self.gateway.fail_quietly(task_ctx, inst['uuid'], error=err.message,
                                       rolled_back=True)
@@ -488,9 +491,10 @@ class Flows:
 
     def _prepare_incoming(self, task_ctx, inst, dest):
         """The destination's answer to agent RPC 1.6 (its disk made ready
-        on its own copy of the image, which it fetches now if it has none:
-        the request waits for that, up to ``[conductor] rpc_timeout``);
-        None from an agent before 1.6."""
+        on its own copy of the image, which it fetches now if it has none,
+        up to ``[conductor] rpc_timeout``); None from an agent before 1.6.
+        Asked by the source in its task (:meth:`prepare_destination`), or,
+        for agents before RPC 1.9, in the request before the task is sent."""
         payload = gw.payload(inst)
         params = self.images.task_params(dest, payload, 'build', {})
         try:
@@ -501,6 +505,23 @@ class Flows:
             raise MigrationNotPrepared(
                 'host %s could not prepare to receive instance %s: %s'
                 % (dest, inst['uuid'], err)) from None
+
+    def prepare_destination(self, ctx, *, host, instance_uuid, carried):
+        """Conductor RPC 1.18, from the source ``host`` of the live
+        migration task ``ctx.task_id``: the destination's answer to agent
+        RPC 1.6 (its disk made ready, fetching the image if it has none),
+        or its failure raised (the source then fails the task rolled
+        back, and the destination removes what it made). ``carried``:
+        what the source sends with it (nothing yet)."""
+        # preempted, or not the task's source: refused
+        self.db.update_progress(ctx, instance_uuid, host=host, percent=0)
+        inst = self.db.get_instance(instance_uuid)
+        dest = next(a['host'] for a in self.db.list_allocations(
+            instance_uuid=instance_uuid) if a['purpose'] == 'migration')
+        try:
+            return self._prepare_incoming(ctx, inst, dest)
+        except MigrationNotPrepared as err:
+            raise exception.Conflict(str(err)) from None
 
     def _migration_dest(self, task_ctx, inst, params):
         return self.scheduler.select_and_allocate(

@@ -84,6 +84,10 @@ Version history:
   refused (503) and none is generated. run_action of ``rescue`` takes
   ``password_required`` (the user gave the password: the rescue fails,
   undone, when it cannot be set); below 1.17 it is not sent.
+* 1.18 - migration_prepare_dest (agents: the source of a live migration,
+  in its task, has the conductor ask the destination's prepare through
+  compute agent RPC 1.6, and gets its answer; issue 25: the API request no
+  longer waits for it).
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -95,7 +99,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.17'
+VERSION = '1.18'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -461,6 +465,25 @@ class ConductorAPI:
             raise exception.from_dict(err.to_dict()) from None
         except rpc.MessagingException as err:
             metrics.rpc_error('migration_disk_sent', err)
+            raise
+
+    def migration_prepare_dest(self, ctx, *, host, instance_uuid,
+                               carried=None, timeout=None):
+        """1.18: the destination of the live migration task ``ctx``
+        prepared (what the source's driver needs), or its failure raised.
+        ``carried``: what the source sends the destination with it."""
+        self._need('1.18', 'a live migration prepared in its task')
+        try:
+            prepared = (self.client.prepare(version='1.18', timeout=timeout)
+                        if self.connector is None
+                        else self.prepare(version='1.18'))
+            return prepared.call(
+                ctx, 'migration_prepare_dest', host=host,
+                instance_uuid=instance_uuid, carried=carried or {})
+        except exception.TristateError as err:
+            raise exception.from_dict(err.to_dict()) from None
+        except rpc.MessagingException as err:
+            metrics.rpc_error('migration_prepare_dest', err)
             raise
 
     def task_failed(self, ctx, *, host, instance_uuid, error, rolled_back,

@@ -4,7 +4,9 @@ storage (issue 25).
 Two halves, each run by its host's agent:
 
 * the destination's :meth:`MigrationOps.prepare_incoming` (agent RPC 1.6,
-  called by the conductor before it sends the task): the instance's
+  called by the conductor when the source asks for it at the start of its
+  task, conductor RPC 1.18; before the task is sent to an agent older than
+  RPC 1.9): the instance's
   directory, and its disk as an empty qcow2 overlay of the same size on the
   image the destination fetched into its own cache, which is what
   ``VIR_MIGRATE_NON_SHARED_INC`` copies the source's overlay into (libvirt
