@@ -25,6 +25,7 @@ The design, and why the disk goes through the image service's store, is in
 
 import contextlib
 import hashlib
+import inspect
 import logging
 import os
 import tempfile
@@ -32,6 +33,7 @@ import tempfile
 from common import states
 from common.flavors import Flavor
 from common.images import client as image_client
+from compute_agent import configdrive
 from compute_agent.virt.driver import VirtError
 
 LOG = logging.getLogger(__name__)
@@ -56,6 +58,9 @@ def send(agent, inst, params):
         agent.progress(inst, step=states.step.RESIZE_MIGRATING)
         disk = _upload_disk(agent, inst, params)
         disk['start'] = ran
+        drive = _config_drive(agent, uuid)
+        if drive is not None:
+            disk['config_drive'] = drive
         agent.disk_sent(inst, disk)
     except VirtError as err:
         if ran:
@@ -63,6 +68,16 @@ def send(agent, inst, params):
         raise VirtError('cold migration of %s to %s failed: %s'
                         % (uuid, params['dest'], err)) from None
     agent.progress(inst, step=states.step.RESIZE_FINISH)
+
+
+def _config_drive(agent, uuid):
+    """The guest's config drive as it goes with the disk (base64), or
+    None when it has none."""
+    try:
+        return configdrive.carried(agent.conf, agent.host, uuid)
+    except (OSError, ValueError) as err:
+        raise VirtError('its config drive cannot be carried: %s'
+                        % err) from None
 
 
 def _power_on_again(agent, uuid):
@@ -99,13 +114,28 @@ def receive(agent, inst, params):
     client = agent.image_client(params)
     if client is None:
         raise VirtError('no image service to fetch the disk from')
-    with scratch(agent, params['image_id']) as path:
-        fetch(client, params['image_id'], path, sha256=params['sha256'],
-              size=params['size'])
-        agent.driver.migrate_in(
-            inst['uuid'], name=inst['name'], flavor=Flavor(**params['flavor']),
-            image_ref=inst['image_ref'], disk=path,
-            ports=list(params.get('ports') or ()), start=params['start'])
+    extra = {}
+    if params.get('config_drive'):
+        if 'config_drive' not in inspect.signature(
+                agent.driver.migrate_in).parameters:
+            raise VirtError('the %s driver cannot attach a config drive'
+                            % type(agent.driver).__name__)
+        extra['config_drive'] = configdrive.place(
+            agent.conf, agent.host, inst['uuid'], params['config_drive'])
+    try:
+        with scratch(agent, params['image_id']) as path:
+            fetch(client, params['image_id'], path, sha256=params['sha256'],
+                  size=params['size'])
+            agent.driver.migrate_in(
+                inst['uuid'], name=inst['name'],
+                flavor=Flavor(**params['flavor']),
+                image_ref=inst['image_ref'], disk=path,
+                ports=list(params.get('ports') or ()), start=params['start'],
+                **extra)
+    except BaseException:
+        if extra:
+            configdrive.remove(agent.conf, agent.host, inst['uuid'])
+        raise
     return {}
 
 

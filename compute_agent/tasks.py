@@ -220,7 +220,7 @@ def _live_migrate(agent, inst, params):
     method = agent.driver.migrate_out
     incoming = params.get('incoming')
     if params.get('prepare') and incoming is None:
-        incoming = agent.prepare_destination(inst)
+        incoming = agent.prepare_destination(inst, _carried(agent, inst))
     extra = {}
     if takes(method, 'incoming'):
         extra['incoming'] = incoming
@@ -228,6 +228,19 @@ def _live_migrate(agent, inst, params):
         extra['progress'] = lambda percent: agent.progress(inst,
                                                            percent=percent)
     method(inst['uuid'], dest=params['dest'], **extra)
+    # it runs there now, on its own copy of the config drive
+    configdrive.remove(agent.conf, agent.host, inst['uuid'])
+
+
+def _carried(agent, inst):
+    """What a live migration's source sends its destination with the
+    prepare: the guest's config drive (its bytes), if it has one."""
+    try:
+        drive = configdrive.carried(agent.conf, agent.host, inst['uuid'])
+    except (OSError, ValueError) as err:
+        raise VirtError('its config drive cannot be carried: %s' % err,
+                        rolled_back=True) from None
+    return {'config_drive': drive} if drive is not None else {}
 
 
 def prepare_incoming(agent, inst, params):
@@ -235,12 +248,22 @@ def prepare_incoming(agent, inst, params):
     made ready for the domain (its ``prepare_incoming``), with the image
     the domain is built on fetched into this host's cache; {} for a driver
     that needs nothing (the fake)."""
+    drive = None
+    if params.get('config_drive'):       # the guest's, carried (RPC 1.9)
+        drive = configdrive.place(agent.conf, agent.host, inst['uuid'],
+                                  params['config_drive'])
     method = getattr(agent.driver, 'prepare_incoming', None)
     if method is None:
         return {}
     flavor = Flavor(inst['flavor_name'], inst['vcpus'], inst['memory_mb'],
                     inst['disk_gb'])
     with _image(agent, params, inst['image_ref'], method) as extra:
+        if drive is not None:
+            if not takes(method, 'config_drive'):
+                configdrive.remove(agent.conf, agent.host, inst['uuid'])
+                raise VirtError('the %s driver cannot attach a config drive'
+                                % type(agent.driver).__name__)
+            extra['config_drive'] = drive
         return method(inst['uuid'], flavor=flavor,
                       image_ref=inst['image_ref'], **extra)
 

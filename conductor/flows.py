@@ -406,13 +406,13 @@ class Flows:
             prepared.setdefault('image_ref', inst['image_ref'])
         if action == 'rebuild':
             prepared['ports'] = self.db.ports_of(inst['uuid'])
-        if action in ('live_migrate', 'migrate') and inst.get('config_drive'):
-            # its ISO lives on this host; nothing writes it on another yet
+        if (action == 'live_migrate' and inst.get('config_drive')
+                and not self.compute.prepares_in_task()):
+            # its ISO is carried with the prepare the source asks for
             raise exception.Invalid(
-                reason='instance %s has a config drive: %s migration of '
-                       'a server with a config drive is not supported yet'
-                       % (inst['uuid'], 'live' if action == 'live_migrate'
-                          else 'cold'))
+                reason='instance %s has a config drive: its live migration '
+                       'needs compute agent RPC 1.9 ([upgrade_levels] '
+                       'compute caps it lower)' % inst['uuid'])
         if (action in ('live_migrate', 'migrate')
                 and params.get('host') == inst['host']):
             raise exception.Invalid(reason='instance %s is already on host %s'
@@ -489,7 +489,7 @@ class Flows:
             return None
         return source
 
-    def _prepare_incoming(self, task_ctx, inst, dest):
+    def _prepare_incoming(self, task_ctx, inst, dest, extra=None):
         """The destination's answer to agent RPC 1.6 (its disk made ready
         on its own copy of the image, which it fetches now if it has none,
         up to ``[conductor] rpc_timeout``); None from an agent before 1.6.
@@ -497,6 +497,7 @@ class Flows:
         for agents before RPC 1.9, in the request before the task is sent."""
         payload = gw.payload(inst)
         params = self.images.task_params(dest, payload, 'build', {})
+        params.update(extra or {})
         try:
             return self.compute.prepare_live_migration(
                 task_ctx, host=dest, instance=payload, params=params,
@@ -512,14 +513,18 @@ class Flows:
         RPC 1.6 (its disk made ready, fetching the image if it has none),
         or its failure raised (the source then fails the task rolled
         back, and the destination removes what it made). ``carried``:
-        what the source sends with it (nothing yet)."""
+        what the source sends with it: its guest's ``config_drive``
+        (base64), placed on the destination with the prepare."""
         # preempted, or not the task's source: refused
         self.db.update_progress(ctx, instance_uuid, host=host, percent=0)
         inst = self.db.get_instance(instance_uuid)
         dest = next(a['host'] for a in self.db.list_allocations(
             instance_uuid=instance_uuid) if a['purpose'] == 'migration')
+        extra = {}
+        if (carried or {}).get('config_drive'):
+            extra['config_drive'] = carried['config_drive']
         try:
-            return self._prepare_incoming(ctx, inst, dest)
+            return self._prepare_incoming(ctx, inst, dest, extra)
         except MigrationNotPrepared as err:
             raise exception.Conflict(str(err)) from None
 

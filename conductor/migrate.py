@@ -118,8 +118,7 @@ class ColdMoves:
                 task_ctx, inst['uuid'], flavor, purpose='resize',
                 only=inst['host'])
         except exception.NoValidHost:
-            # its config drive lives on this host: nothing writes it anew
-            if not self.can_move() or inst.get('config_drive'):
+            if not self.can_move():
                 raise
         return self.scheduler.select_and_allocate(
             task_ctx, inst['uuid'], flavor, purpose='resize',
@@ -185,7 +184,10 @@ class ColdMoves:
                            'vcpus': alloc['vcpus'],
                            'memory_mb': alloc['memory_mb'],
                            'disk_gb': alloc['disk_gb']},
-                'ports': self.db.ports_of(inst['uuid'])}
+                'ports': self.db.ports_of(inst['uuid']),
+                # the guest's config drive, its bytes from the source
+                **({'config_drive': disk['config_drive']}
+                   if disk.get('config_drive') else {})}
 
     # --- confirm and revert ----------------------------------------------------
 

@@ -437,10 +437,10 @@ class FakeDriver(driver.ComputeDriver):
         _write_file(target, content)
 
     def migrate_in(self, uuid, *, name, flavor, image_ref, disk, ports=(),
-                   start=True):
+                   start=True, config_drive=None):
         rec = _new_record(uuid, name, flavor, image_ref)
         rec['ports'] = net_ports.checked(ports)
-        rec['config_drive'] = None
+        rec['config_drive'] = config_drive
 
         def change(rec):
             with open(disk, 'rb') as f:

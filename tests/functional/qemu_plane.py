@@ -163,17 +163,18 @@ class QemuPlane:
                 'actions': [(a['action'], a['result'], a['message'])
                             for a in actions]}
 
-    def boot(self, name, image_id, host):
+    def boot(self, name, image_id, host, **extra):
         """A server of ``image_id`` built on ``host`` (the other hosts are
-        disabled while it is placed); the server once ACTIVE."""
+        disabled while it is placed), ``extra`` keys in its create body
+        (``config_drive=True``); the server once ACTIVE."""
         statedb = self.plane.statedb
         others = [h for h in self.drivers if h != host]
         for other in others:
             statedb.set_host_enabled(other, False, reason='test: build on %s'
                                      % host)
         try:
-            created = self.compute('POST', '/servers', {'server': {
-                'name': name, 'flavorRef': FLAVOR, 'imageRef': image_id}})
+            created = self.compute('POST', '/servers', {'server': dict(
+                extra, name=name, flavorRef=FLAVOR, imageRef=image_id)})
             self.track(created['server']['id'])
             server = self.settled(created['server']['id'])
         finally:

@@ -10,7 +10,8 @@ source flattens its disk into the plane's image store (a private temporary
 image), the destination fetches it, checks its SHA-256 and defines the
 domain on it (:mod:`conductor.migrate`). The server ends RESIZED (Nova's
 VERIFY_RESIZE) and SHUTOFF on the destination with allocations on both
-hosts; once confirmed and started it boots there (``BOOT-OK``), reads the
+hosts; once confirmed and started it boots there (``BOOT-OK`` with its
+uuid, read from its config drive, carried with the disk), reads the
 marker back from its disk, and nothing of it is left on the source, nor
 any temporary image.
 
@@ -59,10 +60,10 @@ def test_a_stopped_guest_moves_cold_and_boots_on_the_destination():
             qemu_plane.qemu_plane(('hosta', 'hostb')) as qemu:
         image_id = qemu.upload(live_test._image(directory),  # noqa: SLF001
                                'test-image', 'qcow2')
-        server = qemu.boot('cold', image_id, 'hosta')
+        server = qemu.boot('cold', image_id, 'hosta', config_drive=True)
         uuid = server['id']
         with qemu.console(server) as console:
-            console.wait_for('BOOT-OK', BOOT_TIMEOUT)
+            console.wait_for('BOOT-OK %s' % uuid, BOOT_TIMEOUT)
             console.type_line(
                 'echo %s > /tmp/m && dd if=/tmp/m of=/dev/vda bs=1M seek=%d '
                 'conv=notrunc,fsync && echo WROTE-OK' % (MARKER, SEEK_MIB))
@@ -93,7 +94,8 @@ def test_a_stopped_guest_moves_cold_and_boots_on_the_destination():
         assert (started['status'], started['OS-EXT-SRV-ATTR:host']) == (
             'ACTIVE', 'hostb'), qemu.show({'server': started})
         with qemu.console(started) as console:
-            console.wait_for('BOOT-OK', BOOT_TIMEOUT)
+            # the uuid comes from its config drive, carried with the disk
+            console.wait_for('BOOT-OK %s' % uuid, BOOT_TIMEOUT)
             console.type_line('dd if=/dev/vda bs=1M skip=%d count=1 '
                               '2>/dev/null | head -c 40; echo' % SEEK_MIB)
             console.wait_for(MARKER, 30)

@@ -25,8 +25,8 @@ layer (the image it is built on is the destination's own copy), its
 definition with the ports in its metadata (the destination's DHCP entries
 follow the domain that appears: compute_agent/reporter.py). The console log
 starts again on the destination; the source's files are removed once the
-guest runs there. A guest with a config drive is refused by the conductor
-(its ISO is not copied).
+guest runs there. A config drive goes as its bytes, with the prepare (the
+agents: compute_agent/tasks.py), and the CD-ROM points to its copy there.
 
 libvirt's test driver (``test:///``) cannot migrate: its domains live in
 the client library. The unit tests drive this module with a mocked domain;
@@ -110,11 +110,15 @@ def percent_done(stats):
 
 def destination_xml(xml, *, source_disk, incoming):
     """``xml`` (the source's migratable definition) with the destination's
-    disk path, console log and serial TCP listener (``incoming``)."""
+    disk path, config drive, console log and serial TCP listener
+    (``incoming``)."""
     root = ElementTree.fromstring(xml)
     for source in root.findall('devices/disk/source'):
         if source.get('file') == source_disk:
             source.set('file', incoming['disk'])
+    for source in root.findall("devices/disk[@device='cdrom']/source"):
+        if incoming.get('config_drive') and source.get('file'):
+            source.set('file', incoming['config_drive'])
     for serial in root.findall('devices/serial'):
         log = serial.find('log')
         if log is not None and incoming.get('console_log'):
@@ -170,11 +174,15 @@ class MigrationOps:
 
     # --- destination ---------------------------------------------------------
 
-    def prepare_incoming(self, uuid, *, flavor, image_ref, image=None):
+    def prepare_incoming(self, uuid, *, flavor, image_ref, image=None,
+                         config_drive=None):
         """Make this host ready to receive domain ``uuid``: its directory,
         an empty overlay disk of ``flavor``'s size on ``image`` (the cached
         image the agent fetched), a serial port. What the source needs:
-        ``{'uri', 'inbound_addr', 'disk', 'console_log', 'serial_tcp'}``."""
+        ``{'uri', 'inbound_addr', 'disk', 'console_log', 'serial_tcp',
+        'config_drive'}`` (``config_drive``: the ISO the agent placed here,
+        the guest's own, carried: its CD-ROM points there; not copied by
+        libvirt, whose NON_SHARED_INC copies only writable disks)."""
         def check(conn):
             if self._lookup(conn, uuid) is not None:
                 raise VirtError('domain %s already exists on host %s'
@@ -203,7 +211,8 @@ class MigrationOps:
         return {'uri': self.migration.incoming_uri(),
                 'inbound_addr': self.migration.inbound_addr,
                 'disk': files.disk, 'console_log': self._console_log(uuid),
-                'serial_tcp': list(serial_tcp) if serial_tcp else None}
+                'serial_tcp': list(serial_tcp) if serial_tcp else None,
+                'config_drive': config_drive}
 
     def abandon_incoming(self, uuid):
         """Remove what :meth:`prepare_incoming` made, unless the domain
