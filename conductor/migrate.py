@@ -185,9 +185,9 @@ class ColdMoves:
                            'memory_mb': alloc['memory_mb'],
                            'disk_gb': alloc['disk_gb']},
                 'ports': self.db.ports_of(inst['uuid']),
-                # the guest's config drive, its bytes from the source
-                **({'config_drive': disk['config_drive']}
-                   if disk.get('config_drive') else {})}
+                # the guest's config drive and console log, from the source
+                **{key: disk[key] for key in ('config_drive', 'console_log')
+                   if disk.get(key)}}
 
     # --- confirm and revert ----------------------------------------------------
 

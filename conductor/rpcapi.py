@@ -153,6 +153,17 @@ class ConductorAPI:
         return self.client.prepare(timeout=left, retry=rpc.BOUNDED_RETRY,
                                    **kwargs)
 
+    def _long(self, version, timeout):
+        """A call that waits for another agent's work (a destination's):
+        ``timeout`` seconds, not this client's bound, which would cut it
+        at the very time the conductor gives that agent (a bounded
+        client first waits, within its bound, for the bus)."""
+        if self.connector is None:
+            return self.client.prepare(version=version, timeout=timeout)
+        self.connector.wait(self.timeout)
+        return self.client.prepare(version=version, retry=rpc.BOUNDED_RETRY,
+                                   timeout=timeout or self.timeout)
+
     def _call(self, ctx, method, version=BASE_VERSION, **kwargs):
         try:
             return self.prepare(version=version).call(ctx, method, **kwargs)
@@ -455,10 +466,7 @@ class ConductorAPI:
         ``timeout`` seconds), or raises its failure."""
         self._need('1.16', 'a cold migration')
         try:
-            prepared = (self.client.prepare(version='1.16', timeout=timeout)
-                        if self.connector is None
-                        else self.prepare(version='1.16'))
-            return prepared.call(
+            return self._long('1.16', timeout).call(
                 ctx, 'migration_disk_sent', host=host,
                 instance_uuid=instance_uuid, disk=disk)
         except exception.TristateError as err:
@@ -474,10 +482,7 @@ class ConductorAPI:
         ``carried``: what the source sends the destination with it."""
         self._need('1.18', 'a live migration prepared in its task')
         try:
-            prepared = (self.client.prepare(version='1.18', timeout=timeout)
-                        if self.connector is None
-                        else self.prepare(version='1.18'))
-            return prepared.call(
+            return self._long('1.18', timeout).call(
                 ctx, 'migration_prepare_dest', host=host,
                 instance_uuid=instance_uuid, carried=carried or {})
         except exception.TristateError as err:

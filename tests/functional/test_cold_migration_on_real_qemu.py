@@ -12,8 +12,9 @@ domain on it (:mod:`conductor.migrate`). The server ends RESIZED (Nova's
 VERIFY_RESIZE) and SHUTOFF on the destination with allocations on both
 hosts; once confirmed and started it boots there (``BOOT-OK`` with its
 uuid, read from its config drive, carried with the disk), reads the
-marker back from its disk, and nothing of it is left on the source, nor
-any temporary image.
+marker back from its disk, its console log there starts with what it
+wrote on the source, and nothing of it is left on the source, nor any
+temporary image.
 
 Skipped like the live migration's test (:mod:`.test_live_migration_on_real_qemu`):
 it runs in ``tox -e migration``; the default suite runs it only with
@@ -72,6 +73,9 @@ def test_a_stopped_guest_moves_cold_and_boots_on_the_destination():
         stopped = qemu.settled(uuid)
         assert stopped['status'] == 'SHUTOFF', qemu.show({'server': stopped})
 
+        # the destination's fetch and define on a loaded machine: more
+        # than the plane's 5 s (read at each call by agents and conductor)
+        qemu.plane.conf.set_override('rpc_timeout', 60, group='conductor')
         _action(qemu, uuid, {'migrate': {'host': 'hostb'}})
         moved = qemu.settled(uuid, timeout=MOVE_TIMEOUT)
 
@@ -99,6 +103,10 @@ def test_a_stopped_guest_moves_cold_and_boots_on_the_destination():
             console.type_line('dd if=/dev/vda bs=1M skip=%d count=1 '
                               '2>/dev/null | head -c 40; echo' % SEEK_MIB)
             console.wait_for(MARKER, 30)
+        # the console log came along: what the guest wrote on hosta first
+        output = qemu.compute('POST', '/servers/%s/action' % uuid,
+                              {'os-getConsoleOutput': {}})['output']
+        assert output.index('WROTE-OK') < output.rindex('BOOT-OK'), output
         held = [a['host'] for a in
                 qemu.plane.statedb.list_allocations(instance_uuid=uuid)]
         assert held == ['hostb'], held

@@ -23,6 +23,7 @@ from compute_agent import configdrive
 from tests.functional.conftest import active
 from tests.functional.conftest import domain
 from tests.functional.conftest import wait_domain
+from tests.functional.conftest import wait_for
 from tests.functional.test_cold_migration import plane  # noqa: F401
 from tests.functional.test_cold_migration import run
 from tests.functional.test_cold_migration import served  # noqa: F401
@@ -62,7 +63,9 @@ def test_cold_migration_carries_the_config_drive(plane, ctx, admin):  # noqa: F8
     assert (after['vm_state'], after['host']) == (vm.ACTIVE, dest)
     wait_domain(plane, source, uuid, lambda rec: rec is None,
                 what='the source copy destroyed')
-    assert _drive(plane, source, uuid) is None
+    # removed right after the domain
+    wait_for(lambda: _drive(plane, source, uuid) is None,
+             what='the source\'s config drive removed')
     assert _drive(plane, dest, uuid) == iso
 
 
