@@ -124,11 +124,17 @@ class ColdMoves:
             task_ctx, inst['uuid'], flavor, purpose='resize',
             exclude=[inst['host']])
 
-    @staticmethod
-    def no_transfer():
+    def no_transfer(self):
+        """Why a disk cannot leave its host here (a 400's message)."""
+        if self.conf.image.api_endpoint:
+            return ('cold migration with an existing Glance as the image '
+                    'service ([image] api_endpoint) is not supported yet: '
+                    'the disk goes through a private temporary image that '
+                    'only Tristate\'s own image service lets a host write '
+                    'and another read (one-image grants); the agents hold no '
+                    'Glance credentials to create, upload and delete one')
         return ('a cold migration copies the disk through Tristate\'s own '
-                'image service: set [image] service_url (an existing Glance '
-                'at [image] api_endpoint is not supported yet)')
+                'image service: set [image] service_url (the API\'s /image)')
 
     def prepare(self, task_ctx, inst, dest):
         """The task's parameters of a move to ``dest``: the temporary
