@@ -133,8 +133,9 @@ class ColdMoves:
                     'only Tristate\'s own image service lets a host write '
                     'and another read (one-image grants); the agents hold no '
                     'Glance credentials to create, upload and delete one')
-        return ('a cold migration copies the disk through Tristate\'s own '
-                'image service: set [image] service_url (the API\'s /image)')
+        return ('cold migration without Tristate\'s own image service is '
+                'not supported yet: the disk goes through it; set [image] '
+                'service_url (the API\'s /image)')
 
     def prepare(self, task_ctx, inst, dest):
         """The task's parameters of a move to ``dest``: the temporary

@@ -523,6 +523,12 @@ class FakeDriver(driver.ComputeDriver):
             if uuid in target['domains']:
                 raise VirtError('domain %s already exists on host %s'
                                 % (uuid, dest))
+            if rec.get('config_drive'):
+                # the agents carried it: the copy at the destination's
+                # path (.../<host>/<uuid>.iso), as libvirt's CD-ROM moves
+                folder, name = os.path.split(rec['config_drive'])
+                rec['config_drive'] = os.path.join(os.path.dirname(folder),
+                                                   dest, name)
             del source['domains'][uuid]
             source['seq'] += 1
             target['seq'] = max(target['seq'], rec['seq'])
