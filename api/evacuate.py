@@ -5,10 +5,12 @@
 ========  ===============================================================
 from      the body's keys
 ========  ===============================================================
-2.1       ``host``, ``onSharedStorage`` (required), ``adminPass``
+2.1       ``host`` (taken without the scheduler, as Nova's API passes
+          it), ``onSharedStorage`` (required), ``adminPass``
 2.14      ``onSharedStorage`` gone; the answer has no body
-2.29      ``force`` (with ``host`` only: the scheduler's filters skipped)
-2.68      ``force`` gone
+2.29      ``force`` (with ``host`` only: the scheduler skipped); a
+          ``host`` without it goes through the scheduler's filters
+2.68      ``force`` gone (400): a named host always through the filters
 2.95      the evacuated server ends STOPPED, whatever it was
 ========  ===============================================================
 
@@ -17,7 +19,9 @@ its image** on its new host, and whatever its local disk held is lost.
 So ``onSharedStorage: true`` is refused (400), and so is ``adminPass``
 (as for rebuild: no agent in the rebuilt guest takes it); before 2.14 the
 answer is ``{}``, without the password Nova would show. The conductor
-refuses (409) unless the server's host is forced down and silent
+refuses (409) unless the server's host is forced down and silent, and
+refuses (409, naming why) a named host that cannot take the server: its
+agent down, disabled (unless forced), or short of room
 (:mod:`conductor.evacuate`). Answers 200, as Nova.
 """
 
@@ -87,6 +91,9 @@ def params_of(body, version):
     params = {}
     if body.get('host'):
         params['host'] = body['host']
+        if version < FORCE_FROM:
+            # Nova before 2.29: a named host skips the scheduler
+            params['force'] = True
     if 'force' in body and _flag(body['force']):
         if not body.get('host'):
             raise exception.Invalid("Can't force to a non-provided "

@@ -23,8 +23,10 @@ The design, and why the disk goes through the image service's store, is in
   destination to destroy its copy: power the kept guest on if it ran).
 """
 
+import base64
 import contextlib
 import hashlib
+import inspect
 import logging
 import os
 import tempfile
@@ -32,9 +34,13 @@ import tempfile
 from common import states
 from common.flavors import Flavor
 from common.images import client as image_client
+from compute_agent import configdrive
 from compute_agent.virt.driver import VirtError
 
 LOG = logging.getLogger(__name__)
+# The end of a console log a cold move carries (bytes; a log is bounded by
+# its driver's rotation anyway).
+LOG_CARRY_MAX = 1024 * 1024
 
 
 def moves_away(action, params, host):
@@ -56,6 +62,12 @@ def send(agent, inst, params):
         agent.progress(inst, step=states.step.RESIZE_MIGRATING)
         disk = _upload_disk(agent, inst, params)
         disk['start'] = ran
+        drive = _config_drive(agent, uuid)
+        if drive is not None:
+            disk['config_drive'] = drive
+        log = _console_log(agent, uuid)
+        if log is not None:
+            disk['console_log'] = log
         agent.disk_sent(inst, disk)
     except VirtError as err:
         if ran:
@@ -63,6 +75,33 @@ def send(agent, inst, params):
         raise VirtError('cold migration of %s to %s failed: %s'
                         % (uuid, params['dest'], err)) from None
     agent.progress(inst, step=states.step.RESIZE_FINISH)
+
+
+def _config_drive(agent, uuid):
+    """The guest's config drive as it goes with the disk (base64), or
+    None when it has none."""
+    try:
+        return configdrive.carried(agent.conf, agent.host, uuid)
+    except (OSError, ValueError) as err:
+        raise VirtError('its config drive cannot be carried: %s'
+                        % err) from None
+
+
+def _console_log(agent, uuid):
+    """The end of the guest's console log (at most :data:`LOG_CARRY_MAX`
+    bytes, base64) as it goes with the disk, or None: the destination
+    starts its log with it, so ``console log`` after the move still shows
+    the guest's past. Best effort: a log that cannot be read stays."""
+    read = getattr(agent.driver, 'get_console_output', None)
+    if read is None:
+        return None
+    try:
+        data = read(uuid, max_bytes=LOG_CARRY_MAX)
+    except (OSError, VirtError) as err:
+        LOG.warning('The console log of %s stays on host %s: %s', uuid,
+                    agent.host, err)
+        return None
+    return base64.b64encode(data).decode('ascii') if data else None
 
 
 def _power_on_again(agent, uuid):
@@ -99,13 +138,32 @@ def receive(agent, inst, params):
     client = agent.image_client(params)
     if client is None:
         raise VirtError('no image service to fetch the disk from')
-    with scratch(agent, params['image_id']) as path:
-        fetch(client, params['image_id'], path, sha256=params['sha256'],
-              size=params['size'])
-        agent.driver.migrate_in(
-            inst['uuid'], name=inst['name'], flavor=Flavor(**params['flavor']),
-            image_ref=inst['image_ref'], disk=path,
-            ports=list(params.get('ports') or ()), start=params['start'])
+    extra = {}
+    if params.get('console_log') and 'console_log' in inspect.signature(
+            agent.driver.migrate_in).parameters:
+        extra['console_log'] = base64.b64decode(
+            params['console_log'].encode('ascii'), validate=True)
+    if params.get('config_drive'):
+        if 'config_drive' not in inspect.signature(
+                agent.driver.migrate_in).parameters:
+            raise VirtError('the %s driver cannot attach a config drive'
+                            % type(agent.driver).__name__)
+        extra['config_drive'] = configdrive.place(
+            agent.conf, agent.host, inst['uuid'], params['config_drive'])
+    try:
+        with scratch(agent, params['image_id']) as path:
+            fetch(client, params['image_id'], path, sha256=params['sha256'],
+                  size=params['size'])
+            agent.driver.migrate_in(
+                inst['uuid'], name=inst['name'],
+                flavor=Flavor(**params['flavor']),
+                image_ref=inst['image_ref'], disk=path,
+                ports=list(params.get('ports') or ()), start=params['start'],
+                **extra)
+    except BaseException:
+        if 'config_drive' in extra:
+            configdrive.remove(agent.conf, agent.host, inst['uuid'])
+        raise
     return {}
 
 

@@ -92,6 +92,44 @@ def remove(conf, host, uuid):
     LOG.info('Removed the config drive of %s', uuid)
 
 
+# --- carried to another host (issue 25) -------------------------------------------
+
+# A config drive is small (user data is at most 64 KiB); a move refuses one
+# larger than this rather than put it in one RPC message.
+CARRY_MAX = 16 * 1024 * 1024
+
+
+def carried(conf, host, uuid):
+    """``uuid``'s config drive as a move carries it (base64 text), or
+    None when it has none. The very bytes the guest has seen: a live
+    guest may have it mounted, so it is never rebuilt (a new build would
+    differ in its random seed and dates, and lack the admin password,
+    which is never kept)."""
+    try:
+        with open(path(conf, host, uuid), 'rb') as f:
+            data = f.read(CARRY_MAX + 1)
+    except FileNotFoundError:
+        return None
+    if len(data) > CARRY_MAX:
+        raise ValueError('the config drive of %s is larger than %d bytes'
+                         % (uuid, CARRY_MAX))
+    return base64.b64encode(data).decode('ascii')
+
+
+def place(conf, host, uuid, data):
+    """Write ``data`` (what :func:`carried` returned on the other host)
+    as ``uuid``'s config drive here; its path."""
+    target = path(conf, host, uuid)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    partial = target + '.part'
+    with open(partial, 'wb') as f:
+        f.write(base64.b64decode(data.encode('ascii'), validate=True))
+    os.replace(partial, target)
+    LOG.info('Placed the config drive of %s, carried from its source, at %s',
+             uuid, target)
+    return target
+
+
 # --- what the files say -----------------------------------------------------------
 
 def meta_data(inst, params):

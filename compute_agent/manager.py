@@ -437,6 +437,23 @@ class _TaskView:
             raise virt.VirtError('the destination did not receive the disk: '
                                  '%s' % _first_line(err)) from None
 
+    def prepare_destination(self, inst, carried=None):
+        """Conductor RPC 1.18 for a live migration's source: the
+        destination's prepare (what the driver's ``migrate_out`` takes as
+        ``incoming``); its failure raised as a VirtError (rolled back:
+        nothing moved yet), a preemption as TaskStopped."""
+        try:
+            return self._manager.conductor.migration_prepare_dest(
+                self._ctx, host=self._manager.host,
+                instance_uuid=inst['uuid'], carried=carried,
+                timeout=self.conf.conductor.rpc_timeout + RECEIVE_MARGIN)
+        except exception.TaskPreempted as err:
+            raise TaskStopped(err) from None
+        except Exception as err:    # the destination's or the bus's failure
+            raise virt.VirtError('the destination could not prepare: %s'
+                                 % _first_line(err),
+                                 rolled_back=True) from None
+
     def progress(self, inst, *, step=None, percent=None):
         try:
             self._manager.conductor.task_progress(

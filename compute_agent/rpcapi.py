@@ -26,6 +26,12 @@ Version history:
 * 1.8 - receive_migration (a call, on a cold migration's destination once
   the source's disk is in the image store): fetch it, check its SHA-256,
   build the domain on it (:mod:`compute_agent.coldmove`).
+* 1.9 - run_task's live_migrate params may say ``prepare`` instead of
+  carrying ``incoming``: the source asks for the destination's prepare in
+  its task (conductor RPC 1.18), so the API request no longer waits for
+  it (issue 25). Capped below 1.9 the conductor prepares before it sends
+  the task, as before.
+* 1.10, 1.11 - not used (numbers handed out to work done in parallel).
 * 1.12 - run_task takes the actions ``shelve``, ``shelve_offload`` and
   ``unshelve`` (issue 22: Nova's shelving); an agent capped below 1.12 is
   not sent them (the conductor refuses the request first: :meth:`can_send`).
@@ -83,6 +89,8 @@ class ComputeAPI:
                             instance.get('uuid'))
                 params = {k: v for k, v in params.items()
                           if k != 'admin_pass'}
+        if params.get('prepare'):
+            version = '1.9'
         kwargs = {'instance': instance, 'action': action, 'params': params}
         if not self.client.can_send_version('1.1'):
             return self._cast(ctx, host, 'run_task', **kwargs)
@@ -93,6 +101,11 @@ class ComputeAPI:
         except rpc.MessagingException as err:
             metrics.rpc_error('run_task', err)
             raise
+
+    def prepares_in_task(self):
+        """1.9: whether a live migration's source may ask for its
+        destination's prepare itself (``params['prepare']``)."""
+        return self.client.can_send_version('1.9')
 
     def get_diagnostics(self, ctx, *, host, instance_uuid, timeout=None):
         """1.4: the diagnostics of ``instance_uuid``'s domain on
@@ -144,6 +157,21 @@ class ComputeAPI:
                 ctx, 'receive_migration', instance=instance, params=params)
         except rpc.MessagingException as err:
             metrics.rpc_error('receive_migration', err)
+            raise
+
+    def destroy_domain_and_wait(self, ctx, *, host, instance_uuid,
+                                timeout=None):
+        """Destroy a domain and answer once it is gone (a cross-host
+        revert: the destination's copy stops before the source's starts).
+        The same method as :meth:`destroy_domain`, called instead of cast
+        (every agent answers it: 1.0); raises what the agent raised, or
+        MessagingTimeout."""
+        try:
+            return self.client.prepare(server=host, version='1.0',
+                                       timeout=timeout).call(
+                ctx, 'destroy_domain', instance_uuid=instance_uuid)
+        except rpc.MessagingException as err:
+            metrics.rpc_error('destroy_domain', err)
             raise
 
     def destroy_domain(self, ctx, *, host, instance_uuid):

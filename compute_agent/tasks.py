@@ -267,16 +267,34 @@ def _resize(agent, inst, params):
 
 def _live_migrate(agent, inst, params):
     """To ``params['dest']``, prepared as ``params['incoming']`` says (the
-    destination's answer to agent RPC 1.6, for a driver that takes it);
-    the job's progress is the task's."""
+    destination's answer to agent RPC 1.6, for a driver that takes it),
+    or, with ``params['prepare']`` (agent RPC 1.9), as the destination
+    answers now, asked through the conductor (RPC 1.18); the job's
+    progress is the task's."""
     method = agent.driver.migrate_out
+    incoming = params.get('incoming')
+    if params.get('prepare') and incoming is None:
+        incoming = agent.prepare_destination(inst, _carried(agent, inst))
     extra = {}
     if takes(method, 'incoming'):
-        extra['incoming'] = params.get('incoming')
+        extra['incoming'] = incoming
     if takes(method, 'progress'):
         extra['progress'] = lambda percent: agent.progress(inst,
                                                            percent=percent)
     method(inst['uuid'], dest=params['dest'], **extra)
+    # it runs there now, on its own copy of the config drive
+    configdrive.remove(agent.conf, agent.host, inst['uuid'])
+
+
+def _carried(agent, inst):
+    """What a live migration's source sends its destination with the
+    prepare: the guest's config drive (its bytes), if it has one."""
+    try:
+        drive = configdrive.carried(agent.conf, agent.host, inst['uuid'])
+    except (OSError, ValueError) as err:
+        raise VirtError('its config drive cannot be carried: %s' % err,
+                        rolled_back=True) from None
+    return {'config_drive': drive} if drive is not None else {}
 
 
 def prepare_incoming(agent, inst, params):
@@ -284,12 +302,22 @@ def prepare_incoming(agent, inst, params):
     made ready for the domain (its ``prepare_incoming``), with the image
     the domain is built on fetched into this host's cache; {} for a driver
     that needs nothing (the fake)."""
+    drive = None
+    if params.get('config_drive'):       # the guest's, carried (RPC 1.9)
+        drive = configdrive.place(agent.conf, agent.host, inst['uuid'],
+                                  params['config_drive'])
     method = getattr(agent.driver, 'prepare_incoming', None)
     if method is None:
         return {}
     flavor = Flavor(inst['flavor_name'], inst['vcpus'], inst['memory_mb'],
                     inst['disk_gb'])
     with _image(agent, params, inst['image_ref'], method) as extra:
+        if drive is not None:
+            if not takes(method, 'config_drive'):
+                configdrive.remove(agent.conf, agent.host, inst['uuid'])
+                raise VirtError('the %s driver cannot attach a config drive'
+                                % type(agent.driver).__name__)
+            extra['config_drive'] = drive
         return method(inst['uuid'], flavor=flavor,
                       image_ref=inst['image_ref'], **extra)
 

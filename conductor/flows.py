@@ -412,9 +412,7 @@ class Flows:
         elif action in shelve.ACTIONS:
             self.shelving.start(task_ctx, inst, action, prepared)
         elif self._allocate(task_ctx, inst, action, prepared):
-            host = self._cold_end(task_ctx, inst, action, prepared)
-            self.send(task_ctx, host, dict(inst, host=host), action,
-                      prepared)
+            self._send_action(task_ctx, inst, action, prepared)
 
     def _new_guest_access(self, task_ctx, inst, action, prepared):
         """A claimed rebuild's new key pair or user data, stored on the
@@ -446,13 +444,13 @@ class Flows:
             prepared.setdefault('image_ref', inst['image_ref'])
         if action == 'rebuild':
             prepared['ports'] = self.db.ports_of(inst['uuid'])
-        if action in ('live_migrate', 'migrate') and inst.get('config_drive'):
-            # its ISO lives on this host; nothing writes it on another yet
+        if (action == 'live_migrate' and inst.get('config_drive')
+                and not self.compute.prepares_in_task()):
+            # its ISO is carried with the prepare the source asks for
             raise exception.Invalid(
-                reason='instance %s has a config drive: %s migration of '
-                       'a server with a config drive is not supported yet'
-                       % (inst['uuid'], 'live' if action == 'live_migrate'
-                          else 'cold'))
+                reason='instance %s has a config drive: its live migration '
+                       'needs compute agent RPC 1.9 ([upgrade_levels] '
+                       'compute caps it lower)' % inst['uuid'])
         if (action in ('live_migrate', 'migrate')
                 and params.get('host') == inst['host']):
             raise exception.Invalid(reason='instance %s is already on host %s'
@@ -486,8 +484,11 @@ class Flows:
                     params.update(self.cold.prepare(task_ctx, inst, dest))
             elif action == 'live_migrate':
                 params['dest'] = self._migration_dest(task_ctx, inst, params)
-                params['incoming'] = self._prepare_incoming(
-                    task_ctx, inst, params['dest'])
+                if self.compute.prepares_in_task():
+                    params['prepare'] = True    # asked by the source
+                else:
+                    params['incoming'] = self._prepare_incoming(
+                        task_ctx, inst, params['dest'])
         except exception.NoValidHost as err:
             self.gateway.fail_quietly(task_ctx, inst['uuid'], error=err.message,
                                       rolled_back=True)
@@ -500,10 +501,16 @@ class Flows:
             return False
         return True
 
+    def _send_action(self, task_ctx, inst, action, params):
+        host = self._cold_end(task_ctx, inst, action, params)
+        if host is not None:
+            self.send(task_ctx, host, dict(inst, host=host), action, params)
+
     def _cold_end(self, task_ctx, inst, action, params):
         """The host a task goes to: the instance's, but the source for
         the revert of a cold move (:mod:`conductor.migrate`); a confirm or
-        revert of one is told so (``cross_host``)."""
+        revert of one is told so (``cross_host``). None: the task ended
+        (a revert whose destination did not destroy its copy)."""
         if action not in ('confirm_resize', 'revert_resize'):
             return inst['host']
         source = self.cold.other_host(inst)
@@ -512,16 +519,23 @@ class Flows:
         params['cross_host'] = True
         if action == 'confirm_resize':
             return inst['host']
-        self.cold.before_revert(task_ctx, inst, source)
+        try:
+            self.cold.before_revert(task_ctx, inst, source)
+        except migrate.RevertNotStarted as err:
+            self.gateway.fail_quietly(task_ctx, inst['uuid'], error=str(err),
+                                      rolled_back=True)
+            return None
         return source
 
-    def _prepare_incoming(self, task_ctx, inst, dest):
+    def _prepare_incoming(self, task_ctx, inst, dest, extra=None):
         """The destination's answer to agent RPC 1.6 (its disk made ready
-        on its own copy of the image, which it fetches now if it has none:
-        the request waits for that, up to ``[conductor] rpc_timeout``);
-        None from an agent before 1.6."""
+        on its own copy of the image, which it fetches now if it has none,
+        up to ``[conductor] rpc_timeout``); None from an agent before 1.6.
+        Asked by the source in its task (:meth:`prepare_destination`), or,
+        for agents before RPC 1.9, in the request before the task is sent."""
         payload = gw.payload(inst)
         params = self.images.task_params(dest, payload, 'build', {})
+        params.update(extra or {})
         try:
             return self.compute.prepare_live_migration(
                 task_ctx, host=dest, instance=payload, params=params,
@@ -530,6 +544,27 @@ class Flows:
             raise MigrationNotPrepared(
                 'host %s could not prepare to receive instance %s: %s'
                 % (dest, inst['uuid'], err)) from None
+
+    def prepare_destination(self, ctx, *, host, instance_uuid, carried):
+        """Conductor RPC 1.18, from the source ``host`` of the live
+        migration task ``ctx.task_id``: the destination's answer to agent
+        RPC 1.6 (its disk made ready, fetching the image if it has none),
+        or its failure raised (the source then fails the task rolled
+        back, and the destination removes what it made). ``carried``:
+        what the source sends with it: its guest's ``config_drive``
+        (base64), placed on the destination with the prepare."""
+        # preempted, or not the task's source: refused
+        self.db.update_progress(ctx, instance_uuid, host=host, percent=0)
+        inst = self.db.get_instance(instance_uuid)
+        dest = next(a['host'] for a in self.db.list_allocations(
+            instance_uuid=instance_uuid) if a['purpose'] == 'migration')
+        extra = {}
+        if (carried or {}).get('config_drive'):
+            extra['config_drive'] = carried['config_drive']
+        try:
+            return self._prepare_incoming(ctx, inst, dest, extra)
+        except MigrationNotPrepared as err:
+            raise exception.Conflict(str(err)) from None
 
     def _migration_dest(self, task_ctx, inst, params):
         return self.scheduler.select_and_allocate(

@@ -215,6 +215,13 @@ class ConductorManager:
 
     @_expected
     @_agent_task_report
+    def migration_prepare_dest(self, ctx, host, instance_uuid, carried):
+        """1.18: :meth:`conductor.flows.Flows.prepare_destination`."""
+        return self.flows.prepare_destination(
+            ctx, host=host, instance_uuid=instance_uuid, carried=carried)
+
+    @_expected
+    @_agent_task_report
     def task_finished(self, ctx, host, instance_uuid, power, values):
         self.results.finished(ctx, host=host, instance_uuid=instance_uuid,
                               power=power, values=values)

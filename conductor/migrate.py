@@ -50,6 +50,11 @@ The steps (the conductor drives each; agents only talk to conductors):
    ran, its disk untouched; the destination's allocation is freed and its
    copy doomed and destroyed.
 
+A temporary image a dead source agent left (uploaded, never handed to the
+destination) is deleted when the task is ended for it (the reaper, or the
+agent's report of its lost tasks when it starts again), else by the
+instance's next move, or by its delete.
+
 A hard delete at any point frees both hosts' allocations and dooms the
 other host's copy (:meth:`common.db.api.StateDB.hard_delete`); the source's
 task is preempted at its next report and destroys its domain; a temporary
@@ -74,6 +79,11 @@ LOG = logging.getLogger(__name__)
 # the property naming the instance it carries.
 OWNER = 'tristate-migration'
 PROPERTY = 'tristate_migration_of'
+
+
+class RevertNotStarted(Exception):
+    """A cross-host revert whose destination did not destroy its copy:
+    the task ends rolled back, the instance still on the destination."""
 
 
 class ColdMoves:
@@ -108,22 +118,32 @@ class ColdMoves:
                 task_ctx, inst['uuid'], flavor, purpose='resize',
                 only=inst['host'])
         except exception.NoValidHost:
-            # its config drive lives on this host: nothing writes it anew
-            if not self.can_move() or inst.get('config_drive'):
+            if not self.can_move():
                 raise
         return self.scheduler.select_and_allocate(
             task_ctx, inst['uuid'], flavor, purpose='resize',
             exclude=[inst['host']])
 
-    @staticmethod
-    def no_transfer():
-        return ('a cold migration copies the disk through Tristate\'s own '
-                'image service: set [image] service_url (an existing Glance '
-                'at [image] api_endpoint is not supported yet)')
+    def no_transfer(self):
+        """Why a disk cannot leave its host here (a 400's message)."""
+        if self.conf.image.api_endpoint:
+            return ('cold migration with an existing Glance as the image '
+                    'service ([image] api_endpoint) is not supported yet: '
+                    'the disk goes through a private temporary image that '
+                    'only Tristate\'s own image service lets a host write '
+                    'and another read (one-image grants); the agents hold no '
+                    'Glance credentials to create, upload and delete one')
+        return ('cold migration without Tristate\'s own image service is '
+                'not supported yet: the disk goes through it; set [image] '
+                'service_url (the API\'s /image)')
 
     def prepare(self, task_ctx, inst, dest):
         """The task's parameters of a move to ``dest``: the temporary
-        image and the source's write grant for it."""
+        image and the source's write grant for it. An earlier attempt's
+        temporary image still there (its source agent died after the
+        upload, before step 3 could delete it) goes first: this task, now
+        claimed, is the instance's only move."""
+        self.forget_images(inst['uuid'])
         image = images_db.create(self.db, context.get_admin_context(), {
             'name': 'migration of %s' % inst['uuid'], 'owner': OWNER,
             'visibility': 'private', 'disk_format': 'qcow2',
@@ -171,7 +191,10 @@ class ColdMoves:
                            'vcpus': alloc['vcpus'],
                            'memory_mb': alloc['memory_mb'],
                            'disk_gb': alloc['disk_gb']},
-                'ports': self.db.ports_of(inst['uuid'])}
+                'ports': self.db.ports_of(inst['uuid']),
+                # the guest's config drive and console log, from the source
+                **{key: disk[key] for key in ('config_drive', 'console_log')
+                   if disk.get(key)}}
 
     # --- confirm and revert ----------------------------------------------------
 
@@ -183,19 +206,28 @@ class ColdMoves:
             and a['host'] != inst['host']), None)
 
     def before_revert(self, task_ctx, inst, source):
-        """A cross-host revert: the destination is told to destroy its copy
-        and the instance is placed on the source again, whose agent runs
-        the task (powers the kept guest on if it ran)."""
-        self.request_destroy(task_ctx, inst['uuid'], inst['host'])
-        self.db.place_for_task(task_ctx, inst['uuid'], source)
-
-    def request_destroy(self, ctx, instance_uuid, host):
+        """A cross-host revert: the destination destroys its copy, and
+        only once it answered that the domain is gone is the instance
+        placed on the source again, whose agent runs the task (powers the
+        kept guest on if it ran): the two copies never run together.
+        A destination that does not destroy it (an error, no answer within
+        ``[conductor] rpc_timeout``): the revert is refused
+        (:class:`RevertNotStarted`); a destination whose agent is down or
+        forced down was refused before the claim (flows'
+        ``_check_host_up``)."""
+        dest = inst['host']
         try:
-            self.compute.destroy_domain(ctx, host=host,
-                                        instance_uuid=instance_uuid)
-        except Exception as err:       # the doomed mark is the net
-            LOG.warning('Could not ask host %s to destroy its copy of %s: '
-                        '%s', host, instance_uuid, err)
+            self.compute.destroy_domain_and_wait(
+                task_ctx, host=dest, instance_uuid=inst['uuid'],
+                timeout=self.conf.conductor.rpc_timeout)
+        except Exception as err:     # noqa: BLE001 - any: not known gone
+            why = (str(err).splitlines() or [type(err).__name__])[0]
+            raise RevertNotStarted(
+                'host %s did not destroy its copy of instance %s (%s); the '
+                'source\'s is not started while that copy may run: revert '
+                'again once the host answers' % (dest, inst['uuid'], why)
+            ) from None
+        self.db.place_for_task(task_ctx, inst['uuid'], source)
 
     # --- the temporary image -----------------------------------------------------
 

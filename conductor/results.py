@@ -366,6 +366,9 @@ class Results:
     def _end_vanished(self, ctx, inst, why):
         action = inst['task_action']
         rolled_back = gw.timeout_rolls_back(action)
+        if action in ('resize', 'migrate'):
+            # its source may have died after uploading the disk
+            self.reconciler.flows.cold.forget_images(inst['uuid'])
         return self.gateway.fail_quietly(
             ctx.for_task(inst['task_id']), inst['uuid'], error=why,
             rolled_back=rolled_back,

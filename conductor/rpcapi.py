@@ -84,6 +84,11 @@ Version history:
   refused (503) and none is generated. run_action of ``rescue`` takes
   ``password_required`` (the user gave the password: the rescue fails,
   undone, when it cannot be set); below 1.17 it is not sent.
+* 1.18 - migration_prepare_dest (agents: the source of a live migration,
+  in its task, has the conductor ask the destination's prepare through
+  compute agent RPC 1.6, and gets its answer; issue 25: the API request no
+  longer waits for it).
+* 1.19 - not used (a number handed out to work done in parallel).
 * 1.20 - create_instance's ``attributes`` and update_attributes'
   ``changes`` take ``hostname`` (Nova's 2.90 hostname, an FQDN from 2.94)
   and ``auto_disk_config`` (Nova's OS-DCF:diskConfig, true for AUTO); a
@@ -160,6 +165,17 @@ class ConductorAPI:
         left = self.connector.wait(self.timeout)
         return self.client.prepare(timeout=left, retry=rpc.BOUNDED_RETRY,
                                    **kwargs)
+
+    def _long(self, version, timeout):
+        """A call that waits for another agent's work (a destination's):
+        ``timeout`` seconds, not this client's bound, which would cut it
+        at the very time the conductor gives that agent (a bounded
+        client first waits, within its bound, for the bus)."""
+        if self.connector is None:
+            return self.client.prepare(version=version, timeout=timeout)
+        self.connector.wait(self.timeout)
+        return self.client.prepare(version=version, retry=rpc.BOUNDED_RETRY,
+                                   timeout=timeout or self.timeout)
 
     def _call(self, ctx, method, version=BASE_VERSION, **kwargs):
         try:
@@ -482,16 +498,29 @@ class ConductorAPI:
         ``timeout`` seconds), or raises its failure."""
         self._need('1.16', 'a cold migration')
         try:
-            prepared = (self.client.prepare(version='1.16', timeout=timeout)
-                        if self.connector is None
-                        else self.prepare(version='1.16'))
-            return prepared.call(
+            return self._long('1.16', timeout).call(
                 ctx, 'migration_disk_sent', host=host,
                 instance_uuid=instance_uuid, disk=disk)
         except exception.TristateError as err:
             raise exception.from_dict(err.to_dict()) from None
         except rpc.MessagingException as err:
             metrics.rpc_error('migration_disk_sent', err)
+            raise
+
+    def migration_prepare_dest(self, ctx, *, host, instance_uuid,
+                               carried=None, timeout=None):
+        """1.18: the destination of the live migration task ``ctx``
+        prepared (what the source's driver needs), or its failure raised.
+        ``carried``: what the source sends the destination with it."""
+        self._need('1.18', 'a live migration prepared in its task')
+        try:
+            return self._long('1.18', timeout).call(
+                ctx, 'migration_prepare_dest', host=host,
+                instance_uuid=instance_uuid, carried=carried or {})
+        except exception.TristateError as err:
+            raise exception.from_dict(err.to_dict()) from None
+        except rpc.MessagingException as err:
+            metrics.rpc_error('migration_prepare_dest', err)
             raise
 
     def task_failed(self, ctx, *, host, instance_uuid, error, rolled_back,

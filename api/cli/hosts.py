@@ -5,8 +5,8 @@
 move), then live-migrate each of its servers in turn, the scheduler
 choosing where, waiting for each; a line of progress per server on
 stderr, then one row per server: where it went, or why it could not move
-(a server that is not ACTIVE or PAUSED, one with a config drive, no room
-elsewhere, a failed migration). The host stays disabled; ``tristate host
+(a server that is not ACTIVE or PAUSED, no room elsewhere, a failed
+migration). The host stays disabled; ``tristate host
 enable HOST`` brings it back. ``--cold``: what cannot move live (a
 stopped server, or one whose live migration failed) is cold-migrated
 (Nova's ``migrate``: its disk copied through the image service), then

@@ -6,6 +6,8 @@ openstackclient plugin.
     openstack tristate server actions SERVER   # the action log, with task ids
     openstack tristate server set-policy SERVER --crash stop
     openstack tristate host list
+    openstack tristate host disable HOST [--reason R] | enable HOST
+    openstack tristate host drain HOST [--cold] [--reason R] [--timeout S]
     openstack tristate lease create|list|show|update|delete
     openstack tristate lease host add|remove|list
 
@@ -19,6 +21,7 @@ the ``openstack.cli.extension`` and ``openstack.tristate.v1`` entry points
 
 from api.cli import catalog
 from api.cli import client as client_mod
+from api.cli import hosts
 from api.cli import leases
 from api.cli import servers
 
@@ -75,6 +78,9 @@ ServerList = _plugin(servers.ListServers)
 ServerActions = _plugin(servers.ServerActions)
 ServerSetPolicy = _plugin(servers.SetPolicy)
 HostList = _plugin(catalog.ListHosts)
+HostDisable = _plugin(hosts.DisableHost)
+HostEnable = _plugin(hosts.EnableHost)
+HostDrain = _plugin(hosts.DrainHost)
 LeaseCreate = _plugin(leases.CreateLease)
 LeaseList = _plugin(leases.ListLeases)
 LeaseShow = _plugin(leases.ShowLease)

@@ -436,7 +436,7 @@ class HostsMixin:
 
     def allocate(self, ctx, instance_uuid, host, *, vcpus, memory_mb, disk_gb,
                  ratios=(1.0, 1.0, 1.0), purpose='instance', flavor_name=None,
-                 reserved=None, reservation_id=None):
+                 reserved=None, reservation_id=None, disabled_ok=False):
         """Take resources on ``host`` for the task ``ctx.task_id``.
 
         One conditional UPDATE that fails if the host no longer has room
@@ -446,9 +446,12 @@ class HostsMixin:
         lease that started since the host was chosen); the instance's
         ``host`` set in the same transaction, guarded by the task_id, and,
         with ``reservation_id``, the instance recorded as the
-        reservation's (its lease's on_end applies to it).
+        reservation's (its lease's on_end applies to it). ``disabled_ok``:
+        a disabled host too (Nova's forced evacuation skips the scheduler,
+        whose filter is the only one to look at ``enabled``).
         """
-        take = scheduling.take_query(reserved=reserved)
+        take = scheduling.take_query(reserved=reserved,
+                                     disabled_ok=disabled_ok)
         values = dict(_binds(vcpus, memory_mb, disk_gb, ratios), b_host=host)
 
         def txn(conn):

@@ -62,15 +62,16 @@ def ratio(kind):
                             _p('%s_ratio' % kind, sa.Float()))
 
 
-def _room():
+def _room(*, disabled_ok=False):
     """The filters on capacity, with the resources and ratios bound.
-    The capacity columns are without what the host reserves."""
-    return [H.c.enabled.is_(True), H.c.forced_down.is_(False),
-            H.c.used_vcpus + _p('vcpus') <= H.c.vcpus * ratio('cpu'),
-            H.c.used_memory_mb + _p('memory_mb')
-            <= H.c.memory_mb * ratio('ram'),
-            H.c.used_disk_gb + _p('disk_gb')
-            <= H.c.disk_gb * ratio('disk')]
+    The capacity columns are without what the host reserves.
+    ``disabled_ok``: a disabled host too (an admin's forced evacuation)."""
+    enabled = [] if disabled_ok else [H.c.enabled.is_(True)]
+    return enabled + [
+        H.c.forced_down.is_(False),
+        H.c.used_vcpus + _p('vcpus') <= H.c.vcpus * ratio('cpu'),
+        H.c.used_memory_mb + _p('memory_mb') <= H.c.memory_mb * ratio('ram'),
+        H.c.used_disk_gb + _p('disk_gb') <= H.c.disk_gb * ratio('disk')]
 
 
 def _cached(key, reserved, build, *, expanding=False):
@@ -125,11 +126,12 @@ def find(conn, values, **shape):
     return query.run_with(conn, values).rows
 
 
-def take_query(*, reserved):
+def take_query(*, reserved, disabled_ok=False):
     """Take the resources on one host if it still has room. Binds: host,
-    vcpus, memory_mb, disk_gb, the three ratios (all ``b_`` + name)."""
+    vcpus, memory_mb, disk_gb, the three ratios (all ``b_`` + name).
+    ``disabled_ok``: even if the host is disabled."""
     def build():
-        where = _room() + [H.c.name == _p('host')]
+        where = _room(disabled_ok=disabled_ok) + [H.c.name == _p('host')]
         if reserved is not None:
             where.append(reserved)
         return sa.update(H).where(*where).values(
@@ -137,7 +139,8 @@ def take_query(*, reserved):
             used_memory_mb=H.c.used_memory_mb + _p('memory_mb'),
             used_disk_gb=H.c.used_disk_gb + _p('disk_gb'),
             free_memory_mb=free_ram(H.c.used_memory_mb + _p('memory_mb')))
-    return _cached(('take', reserved is not None), reserved, build)
+    return _cached(('take', reserved is not None, disabled_ok), reserved,
+                   build)
 
 
 def _place(host):

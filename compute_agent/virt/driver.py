@@ -223,10 +223,11 @@ class ComputeDriver(abc.ABC):
         self._unsupported('cold migration (export_disk)')
 
     def migrate_in(self, uuid, *, name, flavor, image_ref, disk, ports=(),
-                   start=True):
+                   start=True, config_drive=None):
         """A cold move's destination: a new domain of ``flavor`` whose
         root disk is the qcow2 file ``disk`` (copied: the caller removes
-        it), grown to the flavor's size; running if ``start``."""
+        it), grown to the flavor's size; running if ``start``; with the
+        ISO file ``config_drive`` attached (the guest's, carried)."""
         self._unsupported('cold migration (migrate_in)')
 
     def snapshot(self, uuid, *, image_name):

@@ -440,10 +440,10 @@ class FakeDriver(driver.ComputeDriver):
         _write_file(target, content)
 
     def migrate_in(self, uuid, *, name, flavor, image_ref, disk, ports=(),
-                   start=True):
+                   start=True, config_drive=None):
         rec = _new_record(uuid, name, flavor, image_ref)
         rec['ports'] = net_ports.checked(ports)
-        rec['config_drive'] = None
+        rec['config_drive'] = config_drive
 
         def change(rec):
             with open(disk, 'rb') as f:
@@ -526,6 +526,12 @@ class FakeDriver(driver.ComputeDriver):
             if uuid in target['domains']:
                 raise VirtError('domain %s already exists on host %s'
                                 % (uuid, dest))
+            if rec.get('config_drive'):
+                # the agents carried it: the copy at the destination's
+                # path (.../<host>/<uuid>.iso), as libvirt's CD-ROM moves
+                folder, name = os.path.split(rec['config_drive'])
+                rec['config_drive'] = os.path.join(os.path.dirname(folder),
+                                                   dest, name)
             del source['domains'][uuid]
             source['seq'] += 1
             target['seq'] = max(target['seq'], rec['seq'])

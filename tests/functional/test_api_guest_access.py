@@ -147,16 +147,20 @@ def test_a_server_without_a_drive_gets_none_written(shared_plane, user):
                                                uuid))
 
 
-def test_a_server_with_a_drive_is_not_live_migrated_yet(app, user):
+def test_a_server_with_a_drive_is_live_migrated_with_it(shared_plane, app,
+                                                       user):
+    """Issue 25: its config drive goes with it, the very same files."""
     uuid = _create(user, config_drive=True).get_json()['server']['id']
     assert user.settled(uuid)['status'] == 'ACTIVE'
+    before = _drive(shared_plane, uuid)
+    source = shared_plane.statedb.get_instance(uuid)['host']
     admin = Api(app, token=api_support.ADMIN_TOKEN)
     resp = admin.post('/servers/%s/action' % uuid, {'os-migrateLive': {
         'host': None, 'block_migration': 'auto'}})
-    assert resp.status_code == 400
-    assert 'config drive' in message(resp) and 'not supported' in message(
-        resp)
-    assert user.server(uuid)['status'] == 'ACTIVE'
+    assert resp.status_code == 202, resp.get_json()
+    assert user.settled(uuid)['status'] == 'ACTIVE'
+    assert shared_plane.statedb.get_instance(uuid)['host'] != source
+    assert _drive(shared_plane, uuid) == before
 
 
 def _drive(shared_plane, uuid):

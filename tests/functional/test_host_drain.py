@@ -13,17 +13,24 @@ from api import server as server_mod
 from api.cli import main as cli_main
 from common.states import vm
 from tests.functional import api_support
+from tests.functional import osc_support
 from tests.functional.conftest import active
 from tests.functional.conftest import wait_idle
 from tests.functional.conftest import set_opts
 
 
 @pytest.fixture
-def tristate(plane, capsys):
+def api_url(plane):
     api_server = server_mod.ApiServer(api_support.make_app(plane), port=0,
                                       threads=4).start()
     # the agents' image service (a cold migration's disk goes through it)
     set_opts(plane.conf, 'image', service_url=api_server.url + '/image')
+    yield api_server.url
+    api_server.stop()
+
+
+@pytest.fixture
+def tristate(api_url, capsys):
 
     def run(*argv):
         # cliff sets the root logger to DEBUG with a handler on this test's
@@ -31,7 +38,7 @@ def tristate(plane, capsys):
         root = logging.getLogger()
         level, handlers = root.level, list(root.handlers)
         try:
-            code = cli_main.main(['--os-endpoint', api_server.url,
+            code = cli_main.main(['--os-endpoint', api_url,
                                   '--os-token', api_support.ADMIN_TOKEN,
                                   *argv])
         finally:
@@ -39,8 +46,7 @@ def tristate(plane, capsys):
             root.handlers[:] = handlers
         out, err = capsys.readouterr()
         return code, out, err
-    yield run
-    api_server.stop()
+    return run
 
 
 def _host(plane, name):
@@ -122,3 +128,30 @@ def test_drain_cold_moves_a_stopped_server_and_confirms(tristate, plane, ctx):
     assert plane.statedb.list_allocations(instance_uuid=stopped) and all(
         a['host'] == 'host2'
         for a in plane.statedb.list_allocations(instance_uuid=stopped))
+
+
+def test_openstack_tristate_host_commands(api_url, plane, ctx, tmp_path):
+    """The same commands in the openstackclient plugin: ``openstack
+    tristate host drain`` then ``enable``, through the real ``openstack``
+    command (two commands: each costs seconds; disable is drain's first
+    step, its own form is the same class as ``tristate host disable``)."""
+    home = osc_support.write_clouds(tmp_path, osc_support.CLOUD, api_url,
+                                    {'admin': api_support.ADMIN_TOKEN})
+    admin = ctx.elevated()
+    running = active(plane, admin, force_host='host1')['uuid']
+
+    def openstack(*args):
+        return osc_support.run(home, ['tristate', 'host', *args], 'admin')
+
+    done = openstack('drain', 'host1', '-f', 'json')
+
+    assert done.returncode == 0, done.stderr
+    assert [(r['ID'], r['Result'], r['Where or Why'])
+            for r in osc_support.parsed(done.stdout)] == [
+        (running, 'moved', 'host2')]
+    assert '[1/1]' in done.stderr
+    assert _host(plane, 'host1')['enabled'] is False
+    assert _on_host(plane, 'host1') == []
+    done = openstack('enable', 'host1')
+    assert done.returncode == 0, done.stderr
+    assert _host(plane, 'host1')['enabled'] is True

@@ -10,7 +10,8 @@ moved with ``os-migrateLive`` through the conductor and both agents: the
 destination prepares its disk (agent RPC 1.6), the source runs
 ``migrateToURI3`` peer to peer with the non-shared incremental disk copy.
 The count, read from the console logs of both hosts, never goes backwards
-and misses under 2 s; the server stays ACTIVE throughout, ends on the
+and misses under 2 s; the guest's config drive (mounted in it) came along
+and reads on the destination; the server stays ACTIVE throughout, ends on the
 destination with its allocation there, and nothing of it stays on the
 source.
 
@@ -126,7 +127,7 @@ def test_a_counting_guest_moves_live_and_keeps_counting():
                 uri=drv.connection.uri, inbound_addr='127.0.0.1',
                 timeout=MIGRATION_TIMEOUT, poll=0.2)
         image_id = qemu.upload(_image(directory), 'test-image', 'qcow2')
-        server = qemu.boot('counting', image_id, 'hosta')
+        server = qemu.boot('counting', image_id, 'hosta', config_drive=True)
         uuid = server['id']
         source_log = qemu.drivers['hosta']._files(uuid).console_log  # noqa: SLF001
         dest_log = qemu.drivers['hostb']._files(uuid).console_log  # noqa: SLF001
@@ -150,6 +151,13 @@ def test_a_counting_guest_moves_live_and_keeps_counting():
         finally:
             before.stop()
             after.stop()
+        # its config drive (mounted in the guest) came along: a file of it
+        # not read before is read from the destination's copy
+        with qemu.console(moved) as console:
+            console.type_line(
+                'echo CD-$(grep -o \'"uuid": "[^"]*"\' /mnt/config/openstack/'
+                '2012-08-10/meta_data.json | cut -d \'"\' -f 4)-OK')
+            console.wait_for('CD-%s-OK' % uuid, 30)
         assert seen == {'active'}, seen
         allocations = qemu.plane.statedb.list_allocations(instance_uuid=uuid)
         assert [a['host'] for a in allocations] == ['hostb'], allocations

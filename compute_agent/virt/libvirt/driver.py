@@ -135,6 +135,9 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         self.console = console or consolelog.Settings()
         self.migration = live_migration or migration.Settings()
         self._ports_lock = threading.Lock()
+        # serial ports promised to live migrations on their way here
+        # (uuid -> (port, when)): their domains do not exist yet
+        self._incoming_serial = {}
         self.event_debounce = (DEBOUNCE.get(virt_type, DEBOUNCE['xen'])
                                if event_debounce is None else event_debounce)
         self.shutdown_timeout = shutdown_timeout
@@ -359,11 +362,13 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         host uses and nothing else holds; None when disabled."""
         if not self.console.enabled or self.virt_type == 'xen':
             return None
-        used = set()
+        used, here = set(), set()
         for dom in conn.listAllDomains():
+            here.add(dom.UUIDString())
             tcp = config.serial_tcp_of(dom.XMLDesc(0))
             if tcp is not None:
                 used.add(tcp[1])
+        used.update(self._promised_serial_ports(here))
         address = self.console.listen_address
         for port in self.console.ports():
             if port not in used and connection_mod.port_free(address, port):

@@ -4,7 +4,9 @@ storage (issue 25).
 Two halves, each run by its host's agent:
 
 * the destination's :meth:`MigrationOps.prepare_incoming` (agent RPC 1.6,
-  called by the conductor before it sends the task): the instance's
+  called by the conductor when the source asks for it at the start of its
+  task, conductor RPC 1.18; before the task is sent to an agent older than
+  RPC 1.9): the instance's
   directory, and its disk as an empty qcow2 overlay of the same size on the
   image the destination fetched into its own cache, which is what
   ``VIR_MIGRATE_NON_SHARED_INC`` copies the source's overlay into (libvirt
@@ -23,8 +25,8 @@ layer (the image it is built on is the destination's own copy), its
 definition with the ports in its metadata (the destination's DHCP entries
 follow the domain that appears: compute_agent/reporter.py). The console log
 starts again on the destination; the source's files are removed once the
-guest runs there. A guest with a config drive is refused by the conductor
-(its ISO is not copied).
+guest runs there. A config drive goes as its bytes, with the prepare (the
+agents: compute_agent/tasks.py), and the CD-ROM points to its copy there.
 
 libvirt's test driver (``test:///``) cannot migrate: its domains live in
 the client library. The unit tests drive this module with a mocked domain;
@@ -58,6 +60,7 @@ FLAGS = (libvirt.VIR_MIGRATE_LIVE | libvirt.VIR_MIGRATE_PEER2PEER
          | libvirt.VIR_MIGRATE_NON_SHARED_INC)
 POLL = 0.5                      # seconds between two reads of the job
 PROGRESS_EVERY = 5.0            # seconds: progress sent again, unchanged
+INCOMING_TTL_MIN = 600.0        # seconds: see _promised_serial_ports
 ElementTree.register_namespace('tristate', config.NAMESPACE)
 
 
@@ -107,11 +110,15 @@ def percent_done(stats):
 
 def destination_xml(xml, *, source_disk, incoming):
     """``xml`` (the source's migratable definition) with the destination's
-    disk path, console log and serial TCP listener (``incoming``)."""
+    disk path, config drive, console log and serial TCP listener
+    (``incoming``)."""
     root = ElementTree.fromstring(xml)
     for source in root.findall('devices/disk/source'):
         if source.get('file') == source_disk:
             source.set('file', incoming['disk'])
+    for source in root.findall("devices/disk[@device='cdrom']/source"):
+        if incoming.get('config_drive') and source.get('file'):
+            source.set('file', incoming['config_drive'])
     for serial in root.findall('devices/serial'):
         log = serial.find('log')
         if log is not None and incoming.get('console_log'):
@@ -167,16 +174,26 @@ class MigrationOps:
 
     # --- destination ---------------------------------------------------------
 
-    def prepare_incoming(self, uuid, *, flavor, image_ref, image=None):
+    def prepare_incoming(self, uuid, *, flavor, image_ref, image=None,
+                         config_drive=None):
         """Make this host ready to receive domain ``uuid``: its directory,
         an empty overlay disk of ``flavor``'s size on ``image`` (the cached
         image the agent fetched), a serial port. What the source needs:
-        ``{'uri', 'inbound_addr', 'disk', 'console_log', 'serial_tcp'}``."""
+        ``{'uri', 'inbound_addr', 'disk', 'console_log', 'serial_tcp',
+        'config_drive'}`` (``config_drive``: the ISO the agent placed here,
+        the guest's own, carried: its CD-ROM points there; not copied by
+        libvirt, whose NON_SHARED_INC copies only writable disks)."""
         def check(conn):
             if self._lookup(conn, uuid) is not None:
                 raise VirtError('domain %s already exists on host %s'
                                 % (uuid, self.host))
-            return self._serial_tcp(conn)
+            # chosen and promised at once: a concurrent prepare or build
+            # here never takes the same port (the domain comes later)
+            with self._ports_lock:
+                tcp = self._serial_tcp(conn)
+                if tcp is not None:
+                    self._incoming_serial[uuid] = (tcp[1], self.clock())
+                return tcp
         try:
             serial_tcp = self.connection.run(check)
         except libvirt.libvirtError as err:
@@ -194,13 +211,30 @@ class MigrationOps:
         return {'uri': self.migration.incoming_uri(),
                 'inbound_addr': self.migration.inbound_addr,
                 'disk': files.disk, 'console_log': self._console_log(uuid),
-                'serial_tcp': list(serial_tcp) if serial_tcp else None}
+                'serial_tcp': list(serial_tcp) if serial_tcp else None,
+                'config_drive': config_drive}
 
     def abandon_incoming(self, uuid):
         """Remove what :meth:`prepare_incoming` made, unless the domain
         arrived after all."""
+        with self._ports_lock:
+            self._incoming_serial.pop(uuid, None)
         if self.get_domain(uuid) is None:
             self._files(uuid).remove()
+
+    def _promised_serial_ports(self, here):
+        """Serial ports promised by :meth:`prepare_incoming` to guests
+        not yet arrived (``here``: the uuids of the domains on this host,
+        whose ports are read from their definitions). A promise lasts
+        until the domain arrives, the move is abandoned, or twice the
+        longest a migration may take (a move whose end was never told).
+        Called with ``_ports_lock`` held."""
+        ttl = 2 * max(self.migration.timeout or 0, INCOMING_TTL_MIN)
+        now = self.clock()
+        for uuid, (_port, since) in list(self._incoming_serial.items()):
+            if uuid in here or now - since > ttl:
+                del self._incoming_serial[uuid]
+        return {port for port, _since in self._incoming_serial.values()}
 
     # --- source --------------------------------------------------------------
 

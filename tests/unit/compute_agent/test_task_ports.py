@@ -14,6 +14,7 @@ UUID = '11111111-2222-3333-4444-555555555555'
 class _View:
     def __init__(self, driver, conf):
         self.driver, self.conf, self.image_cache = driver, conf, None
+        self.host = driver.host
 
     def image_client(self, params):
         return None

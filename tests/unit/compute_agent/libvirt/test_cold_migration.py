@@ -70,3 +70,31 @@ def test_a_cold_migration_copies_the_disk_and_leaves_the_source_as_it_was(
     finally:
         source.cleanup_host()
         dest.cleanup_host()
+
+
+def test_the_destination_gets_the_config_drive_and_the_console_log(
+        tmp_path, images, make_node):
+    """Issue 25: a carried config drive is the destination's CD-ROM, and
+    the end of the source's console log starts the destination's."""
+    source = driver(tmp_path, images, make_node, 'h1')
+    dest = driver(tmp_path, images, make_node, 'h2')
+    try:
+        uuid = new_uuid()
+        source.spawn(uuid, name='vm', flavor=TINY, image_ref='cirros')
+        source.power_off(uuid)
+        sent = tmp_path / 'sent.qcow2'
+        source.export_disk(uuid, target=str(sent))
+        drive = tmp_path / 'placed.iso'
+        drive.write_bytes(b'an ISO')
+
+        dest.migrate_in(uuid, name='vm', flavor=TINY, image_ref='cirros',
+                        disk=str(sent), start=False,
+                        config_drive=str(drive), console_log=b'BOOT-OK\n')
+
+        xml = dest.connection.run(
+            lambda conn: conn.lookupByUUIDString(uuid).XMLDesc(0))
+        assert "device='cdrom'" in xml and str(drive) in xml
+        assert dest.get_console_output(uuid, max_bytes=100) == b'BOOT-OK\n'
+    finally:
+        source.cleanup_host()
+        dest.cleanup_host()

@@ -149,6 +149,23 @@ def test_flags_and_parameters_for_non_shared_storage(source):
     assert not os.path.exists(source._files(dom.uuid).path)
 
 
+def test_a_carried_config_drive_is_the_destinations_cdrom(source):
+    """Issue 25: the config drive's ISO, placed on the destination by its
+    agent, is what the CD-ROM of the migrated definition points to; it is
+    still not one of the disks libvirt copies."""
+    dom = _domain(source, finish_after=1)
+    incoming = dict(INCOMING, config_drive='/dest/drives/it.iso')
+    source.migrate_out(dom.uuid, dest='h2', incoming=incoming)
+    [(_, _uri, params, _flags)] = [c for c in dom.calls
+                                   if c[0] == 'migrateToURI3']
+    assert params[libvirt.VIR_MIGRATE_PARAM_MIGRATE_DISKS] == ['vda']
+    for key in (libvirt.VIR_MIGRATE_PARAM_DEST_XML,
+                libvirt.VIR_MIGRATE_PARAM_PERSIST_XML):
+        xml = params[key].replace('"', "'")
+        assert "file='/dest/drives/it.iso'" in xml
+        assert '/x/disk.config' not in xml
+
+
 def test_post_copy_flag_only_when_permitted(source):
     source.migration = migration.Settings(timeout=0, poll=0.001,
                                           permit_post_copy=True)
