@@ -166,6 +166,8 @@ TARGETS = [
           ['os-migrateLive.host'], []),
          ('evacuate', {'host': 'h'}, ['evacuate.host'], []),
          ('migrate', None, [], []),
+         ('shelve', None, [], []), ('shelveOffload', None, [], []),
+         ('unshelve', None, [], []),
          ('tristate:softDelete', None, [], []), ('restore', None, [], []),
          ('os-resetState', {'state': 'error'}, [], []),
          ('lock', {'locked_reason': 'r'}, ['lock.locked_reason'], []),

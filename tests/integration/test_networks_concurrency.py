@@ -79,4 +79,7 @@ def test_concurrent_builds_never_share_an_address(make_plane):
     plane.api.delete_instance(plane.ctx, active[0]['uuid'])
     # freed by the delete's transaction: nothing to wait for
     assert len(_held(plane)) == USABLE - 1
+    # a report of the domain in flight as it is deleted is rightly named by
+    # check until the next full report finds it gone
+    plane.wait_destroyed(active[0], timeout=60)
     assert plane.violations() == []

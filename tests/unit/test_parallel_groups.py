@@ -11,12 +11,16 @@ TESTS = pathlib.Path(conftest.__file__).parent
 # system libvirtd), a network namespace or bridge of its own.
 USES_HOST = re.compile(r'qemu_support|qemu_plane|TRISTATE_TEST_LIBVIRT_URI|'
                        r"'netns'")
+# Modules that name those only in what they hand a recording fake (the
+# command runner of compute_agent.net.dhcp), never running them.
+FAKES_HOST = {'tests/unit/compute_agent/test_dhcp.py'}
 
 
 def test_every_module_that_uses_the_host_runs_in_the_host_group():
     found = [path for path in sorted(TESTS.rglob('test_*.py'))
              if USES_HOST.search(path.read_text())
-             and path.name != pathlib.Path(__file__).name]
+             and path.name != pathlib.Path(__file__).name
+             and path.relative_to(TESTS.parent).as_posix() not in FAKES_HOST]
     assert found, 'no module boots QEMU: the search is wrong'
     for path in found:
         nodeid = '%s::test_x' % path.relative_to(TESTS.parent).as_posix()
