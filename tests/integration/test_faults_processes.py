@@ -24,6 +24,7 @@ load between the faults), at the issue's size with
 ``TRISTATE_FAULTS_FULL=1`` (``tox -e faults``).
 """
 
+import os
 import threading
 import time
 
@@ -35,13 +36,21 @@ from tests import support
 
 from .cluster_support import summary
 from .cluster_support import verify
+from .conftest import FULL_ENV
 from .conftest import Plane
 from .conftest import size
 from .processes_support import AgentUsers
 from .processes_support import Haproxy
 from .processes_support import HttpLoad
 
-pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgresql]
+# Full size only: its small form (eight processes started and restarted)
+# took over two minutes of CI and once timed out waiting for a restarted
+# API; a conductor killed mid-task runs in CI in test_faults_conductor.
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.postgresql,
+              pytest.mark.skipif(
+                  os.environ.get(FULL_ENV) != '1',
+                  reason='full size only (tox -e faults); the default suite '
+                  'kills a conductor mid-task in test_faults_conductor')]
 
 CONDUCTORS = 3
 APIS = ('api1', 'api2')
