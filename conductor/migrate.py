@@ -70,6 +70,7 @@ from common import flavors
 from common import states
 from common.db import images as images_db
 from common.images import grants
+from conductor import imagedata
 from conductor import gateway as gw
 from conductor import images
 
@@ -93,7 +94,7 @@ class ColdMoves:
         self.compute = compute
         self.conf = conf
         self.images = images.ImageAccess(conf, db)
-        self._store = None
+        self._data = imagedata.DataRemover(self.conf)
 
     # --- claim time ------------------------------------------------------------
 
@@ -243,18 +244,10 @@ class ColdMoves:
                 self.db, admin, limit=images_db.MAX_LIMIT,
                 filters={'properties': {PROPERTY: instance_uuid}})
             for image in found:
-                self._remove_data(images_db.delete(self.db, admin,
+                self._data.remove(images_db.delete(self.db, admin,
                                                    image['id']))
         except Exception:       # noqa: BLE001 - a leftover, logged
             LOG.exception('Temporary images of instance %s not deleted',
                           instance_uuid)
 
-    def _remove_data(self, before):
-        location = images_db.stored_location(before)
-        if location is None:
-            return
-        if self._store is None:
-            from common.images import store as store_mod
-            self._store = store_mod.ImageStore(self.conf)
-        self._store.delete(location)
 

@@ -35,6 +35,7 @@ from common import exception
 from common import flavors
 from common import states
 from common.db import images as images_db
+from conductor import imagedata
 from conductor import images
 
 LOG = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class Shelving:
         self.conf = flows.conf
         self.gateway = flows.gateway
         self.scheduler = flows.scheduler
-        self._store = None
+        self._data = imagedata.DataRemover(self.conf)
 
     # --- before the claim ---------------------------------------------------
 
@@ -246,7 +247,7 @@ class Shelving:
         admin = context.get_admin_context()
         try:
             before = images_db.delete(self.db, admin, image_id)
-            self._remove_data(before)
+            self._data.remove(before)
         except exception.NotFound:
             pass
         except Exception:       # noqa: BLE001 - a leftover: swept again
@@ -257,11 +258,3 @@ class Shelving:
                  instance_uuid)
         self.db.forget_shelved_image(instance_uuid, image_id)
 
-    def _remove_data(self, before):
-        location = images_db.stored_location(before)
-        if location is None:
-            return
-        if self._store is None:
-            from common.images import store as store_mod
-            self._store = store_mod.ImageStore(self.conf)
-        self._store.delete(location)
