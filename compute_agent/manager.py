@@ -422,37 +422,35 @@ class _TaskView:
             session=self._manager.image_session(),
             timeout=conf.upload_idle_timeout, chunk_size=conf.chunk_size)
 
-    def disk_sent(self, inst, disk):
-        """Conductor RPC 1.16 for a cold move's source: the destination
-        receives ``disk``; its failure raised as a VirtError (rolled back:
+    def _ask_destination(self, call, inst, failed, **kwargs):
+        """A conductor call a move's source makes for its destination: its
+        failure raised as a VirtError ``failed``: the reason (rolled back:
         the source is untouched), a preemption as TaskStopped."""
         try:
-            return self._manager.conductor.migration_disk_sent(
-                self._ctx, host=self._manager.host,
-                instance_uuid=inst['uuid'], disk=disk,
-                timeout=self.conf.conductor.rpc_timeout + RECEIVE_MARGIN)
+            return call(self._ctx, host=self._manager.host,
+                        instance_uuid=inst['uuid'],
+                        timeout=self.conf.conductor.rpc_timeout
+                        + RECEIVE_MARGIN, **kwargs)
         except exception.TaskPreempted as err:
             raise TaskStopped(err) from None
         except Exception as err:    # the destination's or the bus's failure
-            raise virt.VirtError('the destination did not receive the disk: '
-                                 '%s' % _first_line(err)) from None
+            raise virt.VirtError('%s: %s' % (failed, _first_line(err)),
+                                 rolled_back=True) from None
+
+    def disk_sent(self, inst, disk):
+        """Conductor RPC 1.16 for a cold move's source: the destination
+        receives ``disk``."""
+        return self._ask_destination(
+            self._manager.conductor.migration_disk_sent, inst,
+            'the destination did not receive the disk', disk=disk)
 
     def prepare_destination(self, inst, carried=None):
         """Conductor RPC 1.18 for a live migration's source: the
         destination's prepare (what the driver's ``migrate_out`` takes as
-        ``incoming``); its failure raised as a VirtError (rolled back:
-        nothing moved yet), a preemption as TaskStopped."""
-        try:
-            return self._manager.conductor.migration_prepare_dest(
-                self._ctx, host=self._manager.host,
-                instance_uuid=inst['uuid'], carried=carried,
-                timeout=self.conf.conductor.rpc_timeout + RECEIVE_MARGIN)
-        except exception.TaskPreempted as err:
-            raise TaskStopped(err) from None
-        except Exception as err:    # the destination's or the bus's failure
-            raise virt.VirtError('the destination could not prepare: %s'
-                                 % _first_line(err),
-                                 rolled_back=True) from None
+        ``incoming``; nothing moved yet if it fails)."""
+        return self._ask_destination(
+            self._manager.conductor.migration_prepare_dest, inst,
+            'the destination could not prepare', carried=carried)
 
     def progress(self, inst, *, step=None, percent=None):
         try:

@@ -111,18 +111,9 @@ class ComputeAPI:
         """1.4: the diagnostics of ``instance_uuid``'s domain on
         ``host`` (see ComputeDriver.get_diagnostics), None when there is
         none, ``{'error': why}`` when the driver could not read them."""
-        if not self.client.can_send_version('1.4'):
-            raise exception.ServiceUnavailable(
-                reason='server diagnostics need compute agent RPC API 1.4 '
-                       'and [upgrade_levels] compute caps it at %s'
-                       % self.client.version_cap)
-        try:
-            return self.client.prepare(server=host, version='1.4',
-                                       timeout=timeout).call(
-                ctx, 'get_diagnostics', instance_uuid=instance_uuid)
-        except rpc.MessagingException as err:
-            metrics.rpc_error('get_diagnostics', err)
-            raise
+        return self._call(ctx, host, 'get_diagnostics', '1.4', timeout,
+                          needs='server diagnostics need',
+                          instance_uuid=instance_uuid)
 
     def prepare_live_migration(self, ctx, *, host, instance, params,
                                timeout=None):
@@ -132,32 +123,17 @@ class ComputeAPI:
         below 1.6 (a libvirt source then refuses the move)."""
         if not self.client.can_send_version('1.6'):
             return None
-        try:
-            return self.client.prepare(server=host, version='1.6',
-                                       timeout=timeout).call(
-                ctx, 'prepare_live_migration', instance=instance,
-                params=params)
-        except rpc.MessagingException as err:
-            metrics.rpc_error('prepare_live_migration', err)
-            raise
+        return self._call(ctx, host, 'prepare_live_migration', '1.6',
+                          timeout, instance=instance, params=params)
 
     def receive_migration(self, ctx, *, host, instance, params,
                           timeout=None):
         """1.8: have ``host`` build ``instance``'s domain on the disk a
         cold move's source put in the image store (``params``: image,
         image_id, sha256, size, flavor, start, ports); raises its failure."""
-        if not self.client.can_send_version('1.8'):
-            raise exception.ServiceUnavailable(
-                reason='a cold migration needs compute agent RPC API 1.8 '
-                       'and [upgrade_levels] compute caps it at %s'
-                       % self.client.version_cap)
-        try:
-            return self.client.prepare(server=host, version='1.8',
-                                       timeout=timeout).call(
-                ctx, 'receive_migration', instance=instance, params=params)
-        except rpc.MessagingException as err:
-            metrics.rpc_error('receive_migration', err)
-            raise
+        return self._call(ctx, host, 'receive_migration', '1.8', timeout,
+                          needs='a cold migration needs', instance=instance,
+                          params=params)
 
     def destroy_domain_and_wait(self, ctx, *, host, instance_uuid,
                                 timeout=None):
@@ -166,13 +142,8 @@ class ComputeAPI:
         The same method as :meth:`destroy_domain`, called instead of cast
         (every agent answers it: 1.0); raises what the agent raised, or
         MessagingTimeout."""
-        try:
-            return self.client.prepare(server=host, version='1.0',
-                                       timeout=timeout).call(
-                ctx, 'destroy_domain', instance_uuid=instance_uuid)
-        except rpc.MessagingException as err:
-            metrics.rpc_error('destroy_domain', err)
-            raise
+        return self._call(ctx, host, 'destroy_domain', '1.0', timeout,
+                          instance_uuid=instance_uuid)
 
     def destroy_domain(self, ctx, *, host, instance_uuid):
         """Destroy a domain whose instance is gone (best effort: with the
@@ -197,13 +168,21 @@ class ComputeAPI:
                                   instance_uuid=instance_uuid)
 
     def _console_call(self, ctx, host, method, timeout, **kwargs):
-        if not self.client.can_send_version('1.3'):
+        return self._call(ctx, host, method, '1.3', timeout,
+                          needs='consoles need', **kwargs)
+
+    def _call(self, ctx, host, method, version, timeout, needs=None,
+              **kwargs):
+        """Call ``method`` of ``version`` on ``host``'s agent; with
+        ``needs`` (what the call is for, and its verb), refused as ServiceUnavailable
+        when ``[upgrade_levels]`` caps below ``version``."""
+        if needs and not self.client.can_send_version(version):
             raise exception.ServiceUnavailable(
-                reason='consoles need compute agent RPC API 1.3 and '
-                       '[upgrade_levels] compute caps it at %s'
-                       % self.client.version_cap)
+                reason='%s compute agent RPC API %s and [upgrade_levels] '
+                       'compute caps it at %s'
+                       % (needs, version, self.client.version_cap))
         try:
-            return self.client.prepare(server=host, version='1.3',
+            return self.client.prepare(server=host, version=version,
                                        timeout=timeout).call(
                 ctx, method, **kwargs)
         except rpc.MessagingException as err:

@@ -388,22 +388,19 @@ def _migrate_cold(args):
     return {'migrate': {'host': args.host} if args.host else None}
 
 
-def _unshelve(args):
-    body = {}
-    if args.host:
-        body['host'] = args.host
-    if args.availability_zone:
-        body['availability_zone'] = args.availability_zone
-    return {'unshelve': body or None}
+def _optional(key, **fields):
+    """An action whose body carries only the options given: ``fields``
+    maps a body key to the parsed argument's name; no option, a null body."""
+    def body(args):
+        given = {k: getattr(args, a) for k, a in fields.items()
+                 if getattr(args, a)}
+        return {key: given or None}
+    return body
 
 
-def _rescue(args):
-    body = {}
-    if args.image:
-        body['rescue_image_ref'] = args.image
-    if args.password:
-        body['adminPass'] = args.password
-    return {'rescue': body or None}
+_unshelve = _optional('unshelve', host='host',
+                      availability_zone='availability_zone')
+_rescue = _optional('rescue', rescue_image_ref='image', adminPass='password')
 
 
 ACTIONS = (

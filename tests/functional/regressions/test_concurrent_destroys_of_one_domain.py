@@ -21,27 +21,14 @@ from common.flavors import Flavor
 
 libvirt = pytest.importorskip('libvirt')
 
-from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
-from compute_agent.virt.libvirt.disks import LocalImages  # noqa: E402
+from tests.functional.regressions import libvirt_support  # noqa: E402
 
-NODE = '<node><cpu><mhz>2000</mhz><model>x86_64</model><active>4</active>' \
-       '<max>4</max><nodes>1</nodes><sockets>1</sockets><cores>4</cores>' \
-       '<threads>1</threads></cpu><memory>4194304</memory></node>'
 
 
 @pytest.fixture
 def drv(tmp_path):
-    node = tmp_path / 'node.xml'
-    node.write_text(NODE)
-    images = tmp_path / 'images'
-    images.mkdir()
-    (images / 'img').write_bytes(b'x' * 512)
-    drv = LibvirtDriver(uri='test://%s' % node, images=LocalImages(images),
-                        instances_path=str(tmp_path / 'instances'),
-                        event_debounce=0.05, shutdown_timeout=1)
-    drv.init_host('h1')
-    yield drv
-    drv.cleanup_host()
+    with libvirt_support.started_driver(tmp_path, 'h1') as drv:
+        yield drv
 
 
 def test_a_domain_destroyed_meanwhile_is_destroyed(drv, tmp_path):

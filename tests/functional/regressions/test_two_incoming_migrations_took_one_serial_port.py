@@ -24,12 +24,8 @@ from common.flavors import Flavor
 libvirt = pytest.importorskip('libvirt')
 
 from compute_agent.virt import consolelog  # noqa: E402
-from compute_agent.virt.libvirt import LibvirtDriver  # noqa: E402
-from compute_agent.virt.libvirt.disks import LocalImages  # noqa: E402
+from tests.functional.regressions import libvirt_support  # noqa: E402
 
-NODE = '<node><cpu><mhz>2000</mhz><model>x86_64</model><active>4</active>' \
-       '<max>4</max><nodes>1</nodes><sockets>1</sockets><cores>4</cores>' \
-       '<threads>1</threads></cpu><memory>4194304</memory></node>'
 TINY = Flavor('t', 1, 64, 1)
 
 
@@ -56,22 +52,12 @@ def _bindable(port):
 
 @pytest.fixture
 def drv(tmp_path):
-    node = tmp_path / 'node.xml'
-    node.write_text(NODE)
-    images = tmp_path / 'images'
-    images.mkdir()
-    (images / 'img').write_bytes(b'x' * 512)
     first = _free_ports(3)
-    drv = LibvirtDriver(
-        uri='test://%s' % node, images=LocalImages(images),
-        instances_path=str(tmp_path / 'instances'), event_debounce=0.05,
-        shutdown_timeout=1,
-        console=consolelog.Settings(enabled=True, listen_address='127.0.0.1',
-                                    first_port=first, last_port=first + 2))
-    drv.init_host('h2')
-    drv.first_port = first
-    yield drv
-    drv.cleanup_host()
+    console = consolelog.Settings(enabled=True, listen_address='127.0.0.1',
+                                  first_port=first, last_port=first + 2)
+    with libvirt_support.started_driver(tmp_path, 'h2', console=console) as drv:
+        drv.first_port = first
+        yield drv
 
 
 def _new():
