@@ -6,7 +6,9 @@ against the embedded API on a two-host plane of fake hypervisors.
 One server per client walks the same path, from create to delete: stop,
 start, soft and hard reboot, pause, suspend, rescue with another image,
 rebuild, resize confirmed and resize reverted, lock, snapshot, backup,
-password, live migration (as the admin), the action log, delete. After
+password, live migration and cold migration (as the admin), shelve,
+shelve-offload (as the admin, Nova's default policy) and unshelve, the
+action log, delete. After
 each step the server is read back through the same client (openstackclient
 reads through novaclient in-process: a subprocess per poll would make the
 walk minutes long) and must be in the state the step promises, with no
@@ -41,6 +43,9 @@ def url(shared_plane):
     client = api_service.make_client(conf, shared_plane.bus,
                                      shared_plane.statedb)
     server = api_service.serve(conf, client, host='127.0.0.1', port=0)
+    # A shelved server stays on its host until shelve-offload is asked for
+    # (the default, 0, offloads at once and leaves that step nothing to do).
+    set_opts(conf, 'compute', shelved_offload_time=-1)
     # Snapshots and backups are uploaded to this API's image service.
     set_opts(conf, 'image', service_url=server.url + '/image')
     yield server.url
@@ -56,6 +61,11 @@ def hosts(shared_plane):
 
 class NovaWalker:
     """python-novaclient."""
+
+    # (step, the status it leaves the server in)
+    SHELVING = [('shelve', 'SHELVED'),
+                ('shelve_offload', 'SHELVED_OFFLOADED'),
+                ('unshelve', 'ACTIVE')]
 
     def __init__(self, url, token, admin_token):
         self.nova = client_support.nova(url, token, NOVA_VERSION)
@@ -103,6 +113,10 @@ class NovaWalker:
             'password': lambda: servers.change_password(sid, 'Walk-0-pass'),
             'live_migrate': lambda: self.admin.servers.live_migrate(
                 sid, arg, 'auto'),
+            'migrate': lambda: self.admin.servers.migrate(sid, host=arg),
+            'shelve': lambda: servers.shelve(sid),
+            'shelve_offload': lambda: self.admin.servers.shelve_offload(sid),
+            'unshelve': lambda: servers.unshelve(sid),
             'delete': lambda: servers.delete(sid),
         }
         calls[step]()
@@ -124,6 +138,8 @@ class NovaWalker:
 
 class SdkWalker:
     """openstacksdk."""
+
+    SHELVING = NovaWalker.SHELVING
 
     def __init__(self, url, token, admin_token):
         self.conn = client_support.sdk(url, token, NOVA_VERSION,
@@ -161,7 +177,7 @@ class SdkWalker:
             'unpause': lambda: c.unpause_server(sid),
             'suspend': lambda: c.suspend_server(sid),
             'resume': lambda: c.resume_server(sid),
-            'rescue': lambda: c.rescue_server(sid, image_ref=RESCUE_IMAGE),
+            'rescue': lambda: c.rescue_server(sid, image=RESCUE_IMAGE),
             'unrescue': lambda: c.unrescue_server(sid),
             'rebuild': lambda: c.rebuild_server(sid, image=OTHER_IMAGE),
             'resize': lambda: c.resize_server(sid, arg),
@@ -174,6 +190,12 @@ class SdkWalker:
             'password': lambda: c.change_server_password(sid, 'Walk-0-pass'),
             'live_migrate': lambda: self.admin.compute.live_migrate_server(
                 sid, host=arg, block_migration='auto'),
+            'migrate': lambda: self.admin.compute.migrate_server(sid,
+                                                                 host=arg),
+            'shelve': lambda: c.shelve_server(sid),
+            'shelve_offload': lambda: self.admin.compute.shelve_offload_server(
+                sid),
+            'unshelve': lambda: c.unshelve_server(sid),
             'delete': lambda: c.delete_server(sid),
         }
         calls[step]()
@@ -195,6 +217,10 @@ class SdkWalker:
 class OscWalker(NovaWalker):
     """python-openstackclient: each step one ``openstack`` command; reads
     through novaclient in-process (see the module's docstring)."""
+
+    SHELVING = [('shelve', 'SHELVED'), ('unshelve', 'ACTIVE'),
+                ('shelve_offload', 'SHELVED_OFFLOADED'),
+                ('unshelve', 'ACTIVE')]
 
     def __init__(self, url, token, admin_token, home):
         super().__init__(url, token, admin_token)
@@ -233,11 +259,20 @@ class OscWalker(NovaWalker):
             'backup': ['server', 'backup', 'create', '--name', str(arg),
                        '--type', 'daily', '--rotate', '1', sid],
             'password': ['server', 'set', '--password', 'Walk-0-pass', sid],
+            'shelve': ['server', 'shelve', sid],
+            'unshelve': ['server', 'unshelve', sid],
             'delete': ['server', 'delete', sid],
         }
         if step == 'live_migrate':
             self.osc('server', 'migrate', '--live-migration', '--host', arg,
                      sid, admin=True)
+        elif step == 'migrate':
+            self.osc('server', 'migrate', '--host', arg, sid, admin=True)
+        elif step == 'shelve_offload':
+            # openstackclient offloads only in the shelve that shelves (it
+            # passes over a server already shelved); offloading is the
+            # admin's, as in Nova's default policy.
+            self.osc('server', 'shelve', '--offload', sid, admin=True)
         else:
             self.osc(*argv[step])
 
@@ -336,11 +371,22 @@ def test_every_action_through_the_client(walker, hosts):
     _settle(walker, sid, 'ACTIVE', 'live_migrate')
     assert walker.host(sid) == other
 
+    walker.do('migrate', sid, before)
+    _settle(walker, sid, 'VERIFY_RESIZE', 'migrate')
+    walker.do('confirm', sid)
+    _settle(walker, sid, 'ACTIVE', 'confirm')
+    assert walker.host(sid) == before
+
+    for step, status in walker.SHELVING:
+        walker.do(step, sid)
+        _settle(walker, sid, status, step)
+
     logged, first = walker.events(sid)
     for action in ('create', 'stop', 'start', 'reboot', 'pause', 'unpause',
                    'suspend', 'resume', 'rescue', 'unrescue', 'rebuild',
                    'resize', 'confirmResize', 'revertResize', 'createImage',
-                   'createBackup', 'changePassword', 'live-migration'):
+                   'createBackup', 'changePassword', 'live-migration',
+                   'migrate', 'shelve', 'shelveOffload', 'unshelve'):
         assert action in logged, (action, logged)
     assert first['action'] == 'create'
 
