@@ -25,17 +25,25 @@ one that does not exist, so that no one learns where another project's
 servers are, or lands beside them, by naming their uuids (Nova counts any
 project's).
 
-Why it is atomic (the design, as server groups'). The instance's row and
-the named servers' rows are locked in the placement's transaction
-(``SELECT ... FOR UPDATE`` on PostgreSQL, in uuid order so that two
-placements naming each other cannot deadlock; SQLite's write transactions
-are one at a time already) before their allocations are read. A named
-server being placed or moved at that moment writes its own row in the
-transaction that takes its allocation, so one of the two waits for the
-other to commit and then (READ COMMITTED) sees its allocation: a
-``different_host`` never lands beside a server placed a moment before, on
-any number of conductors. Placements that name no server lock nothing
-more than before.
+Why no lock is needed (the design; server groups lock their row, see
+:mod:`common.db.server_groups`). The named servers' allocations are read
+in the transaction that searches and allocates, one statement, which sees
+what is committed when it starts. A hint names only servers that existed
+when the create was asked (a new server's uuid is made by its create), so
+the hints form no cycle: a placement reads the servers it names, never
+the one placed, and no placement reads the server that names it. Then
+every interleaving of concurrent placements, on any number of conductors,
+ends as some one-at-a-time order of them would: a named server placed or
+moved at the same moment is either seen (its allocation committed before
+the read) or placed after this one, as it would be had it come second.
+Server groups are different: members read each other (a cycle), which
+their row lock serialises; an instance in a group and with hints is
+placed under that lock too. Locking the named servers' rows as well
+would serialise nothing the argument above leaves open, and could
+deadlock with a placement of a named server at the same moment (that
+one updates its host's row, then its own; this one would hold the named
+row, then update a host's), which PostgreSQL breaks only after its
+``deadlock_timeout``: so there is no such lock.
 """
 
 import uuid as uuidlib
@@ -81,13 +89,11 @@ def validate(hints):
     return found or None
 
 
-def placement(conn, instance_uuid, *, lock=True):
+def placement(conn, instance_uuid):
     """The instance's hints with where the servers they name are:
     ``{"same_host": [...], "different_host": [...], "on": {uuid: [host,
     ...]}}`` (``on``: the named servers of its project holding an
-    allocation, without the instance itself); None when it has none. The
-    rows are locked for the transaction (``lock=False``: read only, to
-    explain a failure): see the module docstring."""
+    allocation, without the instance itself); None when it has none."""
     row = _HINTS.one(conn, uuid=instance_uuid)
     if row is None or not row['scheduler_hints']:
         return None
@@ -95,10 +101,6 @@ def placement(conn, instance_uuid, *, lock=True):
     hints = {hint: list(row['scheduler_hints'].get(hint) or ())
              for hint in HINTS}
     named = sorted(set(hints[SAME] + hints[DIFFERENT]) - {instance_uuid})
-    if lock:
-        conn.execute(sa.select(I.c.uuid).where(
-            I.c.uuid.in_(sorted(named + [instance_uuid])))
-            .order_by(I.c.uuid).with_for_update()).all()
     on = {}
     if named:
         rows = conn.execute(

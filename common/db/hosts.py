@@ -349,8 +349,8 @@ class HostsMixin:
         choose among that availability zone's hosts only. An instance in
         a server group is placed by its policy, the group's row locked
         for the transaction (:mod:`common.db.server_groups`), and one
-        with same_host / different_host hints by them, the rows of the
-        servers they name locked (:mod:`common.db.host_hints`)."""
+        with same_host / different_host hints by them
+        (:mod:`common.db.host_hints`)."""
         take = scheduling.take_query(reserved=reserved)
 
         def txn(conn):
@@ -387,8 +387,8 @@ class HostsMixin:
         """:func:`common.db.host_hints.placement` read alone, to explain a
         failed placement."""
         return self.db.transaction(
-            lambda conn: host_hints.placement(conn, instance_uuid,
-                                              lock=False), readonly=True)
+            lambda conn: host_hints.placement(conn, instance_uuid),
+            readonly=True)
 
     def count_hosts(self, *, alive_since):
         """(all, disabled, down) host counts, to explain a NoValidHost."""

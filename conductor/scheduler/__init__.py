@@ -25,8 +25,8 @@ locked in the same transaction (:mod:`common.db.server_groups` says why
 that is atomic); a hard policy that leaves no host buries the build with
 a reason naming the group. The same_host / different_host hints of the
 create (:mod:`common.db.host_hints`) narrow every placement of the
-instance the same way, in the same transaction, the rows of the servers
-they name locked; none left buries the build with a reason naming them.
+instance the same way, in the same transaction (no lock needed: that
+module says why); none left buries the build with a reason naming them.
 """
 
 import datetime

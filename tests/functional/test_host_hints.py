@@ -14,8 +14,8 @@ from common import exception
 from common.states import vm
 from tests.functional.conftest import act
 from tests.functional.conftest import active
-from tests.functional.conftest import build
 from tests.functional.conftest import Planes
+from tests.functional.conftest import build
 from tests.functional.conftest import new_conf
 from tests.functional.conftest import summary
 
