@@ -122,7 +122,8 @@ UUID = {'type': 'string', 'pattern': '^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?'
 # Nova's schema for both; its ``same_host`` as one string is not checked
 # to be a uuid there (the build then fails, no host holding it): here it
 # is, as a 400 before anything is made.
-SERVER_UUIDS = {'oneOf': [UUID, {'type': 'array', 'items': UUID}]}
+SERVER_UUIDS = {'oneOf': [UUID, {'type': 'array', 'items': UUID}],
+                'description': 'a server uuid or a list of server uuids'}
 HOST_HINTS = ('same_host', 'different_host')
 SCHEDULER_HINTS = {'type': 'object',
                    'properties': {'reservation_id': RESERVATION_ID,
@@ -309,6 +310,8 @@ def _message(error):
     if error.validator == 'format' and error.validator_value == PRINTABLE:
         text = ('It must be printable text: no control characters '
                 '(U+0000-U+001F, U+007F-U+009F) or line separators')
+    if error.validator == 'oneOf' and error.schema.get('description'):
+        text += ': expected %s' % error.schema['description']
     if error.validator == 'additionalProperties':
         allowed = sorted(error.schema.get('properties', {}))
         text += '; allowed: %s' % (', '.join(allowed) or 'none')

@@ -47,6 +47,8 @@ def _boot(api, hints, key='os:scheduler_hints', status=202):
 def test_bad_hints_are_named_and_create_nothing(user, hints, field):
     said = message(_boot(user, hints, status=400))
     assert 'os:scheduler_hints.%s' % field in said, said
+    if not isinstance(hints[field], (str, list)):
+        assert 'expected a server uuid or a list of server uuids' in said
     said = message(_boot(user, hints, key='OS-SCH-HNT:scheduler_hints',
                          status=400))
     assert 'OS-SCH-HNT:scheduler_hints.%s' % field in said, said

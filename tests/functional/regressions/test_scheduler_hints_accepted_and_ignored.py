@@ -27,7 +27,7 @@ def url(shared_plane):
 
 @pytest.mark.parametrize('hint, value', [
     ('query', '[">=", "$free_ram_mb", 1024]'),
-    ('build_near_host_ip', '10.0.0.1')])
+    ('build_near_host_ip', '10.0.0.1')], ids=['query', 'build_near_host_ip'])
 def test_a_hint_nothing_acts_on_is_refused(url, hint, value):
     nova = client_support.nova(url, api_support.new_project(), '2.1')
     with pytest.raises(nova_exc.BadRequest,
