@@ -88,6 +88,15 @@ def list_rules():
               'Show what the hypervisor measures of a server (Nova\'s '
               'os_compute_api:os-server-diagnostics).',
               ('GET', '/servers/{server_id}/diagnostics')),
+        _rule(SERVERS % 'topology', OWNER,
+              'Show a server\'s guest NUMA cells (2.78; Nova\'s '
+              'compute:server:topology:index).',
+              ('GET', '/servers/{server_id}/topology')),
+        _rule(SERVERS % 'topology:host_info', ADMIN,
+              'See the host side of a server\'s NUMA cells: its '
+              'cpu_pinning (Nova\'s compute:server:topology:host:index; '
+              'Tristate pins nothing, so it is empty).',
+              ('GET', '/servers/{server_id}/topology')),
         _rule(SERVERS % 'metadata:show', OWNER,
               'Show a server\'s metadata (and its reconcile policies).',
               ('GET', '/servers/{server_id}/metadata'),

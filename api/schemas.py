@@ -18,6 +18,7 @@ import ipaddress
 import math
 import re
 import unicodedata
+import uuid as uuidlib
 
 import jsonschema
 
@@ -109,23 +110,39 @@ def access_ips(body):
                                 ('accessIPv6', 'access_ip_v6'))
             if key in body}
 
-# A lease's reservation to build on (``reservation`` is Blazar's name) and
-# the server group to join (Nova's ``group``, a uuid); other hints are
-# refused (nothing acts on them): see reservation_hint.
+# A lease's reservation to build on (``reservation`` is Blazar's name),
+# the server group to join (Nova's ``group``, a uuid) and Nova's
+# ``same_host`` / ``different_host`` (a server's uuid, or a list of them:
+# common/db/host_hints.py); other hints are refused (nothing acts on
+# them): see reservation_hint.
 RESERVATION_ID = {'type': 'string', 'minLength': 1, 'maxLength': 36,
                   'format': PRINTABLE}
 UUID = {'type': 'string', 'pattern': '^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?'
         '[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$'}
+# Nova's schema for both; its ``same_host`` as one string is not checked
+# to be a uuid there (the build then fails, no host holding it): here it
+# is, as a 400 before anything is made.
+SERVER_UUIDS = {'oneOf': [UUID, {'type': 'array', 'items': UUID}],
+                'description': 'a server uuid or a list of server uuids'}
+HOST_HINTS = ('same_host', 'different_host')
 SCHEDULER_HINTS = {'type': 'object',
                    'properties': {'reservation_id': RESERVATION_ID,
                                   'reservation': RESERVATION_ID,
-                                  'group': UUID}}
+                                  'group': UUID,
+                                  'same_host': SERVER_UUIDS,
+                                  'different_host': SERVER_UUIDS}}
+
+
+def _hints(body):
+    return (body.get('os:scheduler_hints')
+            or body.get('OS-SCH-HNT:scheduler_hints') or {})
 
 
 def reservation_hint(body):
     """The reservation a validated POST /servers body asks for, or None;
-    a 400 naming any scheduler hint but these and ``group``
-    (api/routes/server_groups.py: group_hint) (same_host, ...: the
+    a 400 naming any scheduler hint but these, ``group``
+    (api/routes/server_groups.py: group_hint) and the host hints
+    (:func:`host_hints`) (``query``, ``build_near_host_ip``, ...: the
     scheduler acts on none of them)."""
     for where in ('os:scheduler_hints', 'OS-SCH-HNT:scheduler_hints'):
         for hint in sorted(body.get(where) or {}):
@@ -133,11 +150,29 @@ def reservation_hint(body):
                 raise exception.Invalid(
                     'Invalid input for field/attribute %s.%s. Value: %s. '
                     'Not supported: Tristate\'s scheduler acts on the '
-                    'reservation and group hints only' % (where, hint, _short(
-                        body[where][hint])))
-    hints = (body.get('os:scheduler_hints')
-             or body.get('OS-SCH-HNT:scheduler_hints') or {})
+                    'reservation, group, same_host and different_host '
+                    'hints only' % (where, hint, _short(body[where][hint])))
+    hints = _hints(body)
     return hints.get('reservation_id') or hints.get('reservation')
+
+
+def host_hints(body):
+    """A validated POST /servers body's ``same_host`` and
+    ``different_host``, each a list of server uuids in their canonical
+    form (lower case, hyphens), duplicates dropped (Nova keeps every hint
+    a list, as 2.100 shows it); None when neither is given, or both are
+    empty lists (which Nova's filters ignore)."""
+    hints = _hints(body)
+    found = {}
+    for hint in HOST_HINTS:
+        value = hints.get(hint)
+        if value is None:
+            continue
+        values = [value] if isinstance(value, str) else value
+        uuids = list(dict.fromkeys(str(uuidlib.UUID(v)) for v in values))
+        if uuids:
+            found[hint] = uuids
+    return found or None
 
 
 # openstackclient's ``server create --image`` sends the image twice: as
@@ -275,6 +310,8 @@ def _message(error):
     if error.validator == 'format' and error.validator_value == PRINTABLE:
         text = ('It must be printable text: no control characters '
                 '(U+0000-U+001F, U+007F-U+009F) or line separators')
+    if error.validator == 'oneOf' and error.schema.get('description'):
+        text += ': expected %s' % error.schema['description']
     if error.validator == 'additionalProperties':
         allowed = sorted(error.schema.get('properties', {}))
         text += '; allowed: %s' % (', '.join(allowed) or 'none')

@@ -18,6 +18,7 @@ from common import numa
 from common import rpc
 from common import states
 from common.db import attributes as attributes_db
+from common.db import host_hints
 from conductor import delivery
 from conductor import gateway as gw
 from conductor import images
@@ -115,7 +116,8 @@ _CREATE_ATTRIBUTES = {'description': (str, type(None)), 'metadata': dict,
                       'key_name': str, 'key_data': str, 'user_data': str,
                       'config_drive': bool, 'access_ip_v4': str,
                       'access_ip_v6': str, 'server_group': str,
-                      'hostname': str, 'auto_disk_config': bool}
+                      'hostname': str, 'auto_disk_config': bool,
+                      'scheduler_hints': dict}
 # What a rebuild may change of the guest's access (RPC 1.10; config_drive
 # 1.17: true when an adminPass needs one).
 GUEST_KEYS = ('key_name', 'key_data', 'user_data', 'config_drive')
@@ -163,6 +165,9 @@ def _create_attributes(attributes, metadata_limit):
     if len(attributes.get('tags', ())) > attributes_db.MAX_TAGS:
         raise exception.Invalid('The number of tags exceeded the per-server '
                                 'limit %d' % attributes_db.MAX_TAGS)
+    if 'scheduler_hints' in attributes:
+        attributes['scheduler_hints'] = host_hints.validate(
+            attributes['scheduler_hints'])
     return attributes
 
 

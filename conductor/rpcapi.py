@@ -98,6 +98,12 @@ Version history:
   (API tier: Nova's shelving, issue 22; ``unshelve`` with
   ``availability_zone`` and ``host``), refused below 1.21 rather than sent
   to a conductor that does not know them.
+* 1.22 - (sg22's number.)
+* 1.23 - create_instance's ``attributes`` may carry ``scheduler_hints``
+  (API tier: Nova's ``same_host`` / ``different_host``, ``{"same_host":
+  [uuid, ...], "different_host": [...]}``, honoured by every build and
+  move of the instance); refused below 1.23 rather than placed without
+  them.
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -109,7 +115,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.21'
+VERSION = '1.23'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -237,6 +243,10 @@ class ConductorAPI:
             _at_least(kwargs, '1.14')
         if HOSTNAME_DISK & set(attributes):                  # 1.20
             _at_least(kwargs, self._hostname_disk(attributes, '1.8'))
+        if attributes.get('scheduler_hints') is not None:   # 1.23
+            self._need('1.23', 'the same_host or different_host scheduler '
+                       'hint')
+            _at_least(kwargs, '1.23')
 
     def _hostname_disk(self, values, version):
         """1.20 when ``values`` set a hostname or a disk config, else

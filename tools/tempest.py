@@ -126,24 +126,26 @@ CI_FAST = re.compile(r'\.(admin\.test_(flavors|quotas|hypervisor|services|'
 CI_SLOW = re.compile(r'create_server|server_with')
 # And two classes that build servers (four in all, in their set-up): the
 # list filters of issue 22 and the newest microversion's list, show,
-# update and rebuild, within seconds of CI's time; and four multi-node
-# tests of issue 25 (a cold migration confirmed, one reverted, a server
-# group's affinity and anti-affinity over the two hosts), a few seconds.
+# update and rebuild, within seconds of CI's time; and seven multi-node
+# tests of issues 25 and 22 (a cold migration confirmed, one reverted, a
+# server group's affinity and anti-affinity over the two hosts, the
+# same_host and different_host hints), a few seconds.
 CI_SERVERS = re.compile(r'\.servers\.(test_list_server_filters\.'
                         r'ListServerFiltersTestJSON|test_servers\.'
                         r'ServersListShow2100Test)\.|'
                         r'\.admin\.test_migrations\.MigrationsAdminTest\.'
                         r'test_(revert_)?cold_migration\[|'
                         r'\.admin\.test_servers_on_multinodes\.'
-                        r'ServersOnMultiNodesTest\.test_create_server_with_'
-                        r'scheduler_hint_group_')
+                        r'ServersOnMultiNodesTest\.test_create_server(_with_'
+                        r'scheduler_hint_group_|s_on_(same|different)_host)')
 CI_LIST = os.path.join(ROOT, 'tools', 'tempest-ci.txt')
 # Tristate's scheduler in Nova's filter names: hosts alive and enabled,
 # availability zones, server groups' affinity and anti-affinity (hard and
-# soft); no same/different host hints (refused with a 400).
+# soft), the same_host and different_host hints (common/db/host_hints.py).
 SCHEDULER_FILTERS = ['AvailabilityZoneFilter', 'ComputeFilter',
                      'ServerGroupAffinityFilter',
-                     'ServerGroupAntiAffinityFilter']
+                     'ServerGroupAntiAffinityFilter', 'SameHostFilter',
+                     'DifferentHostFilter']
 # Tests that no Tempest flag skips and that assume what Tristate does not
 # have, each with why: left out of the run (``--exclude-list``) and listed
 # with the skips in docs/tempest-skips.md. Not a failure hidden: each is

@@ -6,6 +6,7 @@
     /servers/{id}/tags/{tag}        GET, PUT, DELETE (2.26)
     /servers/{id}/os-server-password  GET, DELETE
     /servers/{id}/diagnostics       GET (admin: the host's reading of it)
+    /servers/{id}/topology          GET (2.78: its guest NUMA cells)
 
 User metadata is any key of Nova's pattern (1-255 of letters, digits and
 ``-_:. ``) with a string value of at most 255 characters, at most the
@@ -18,6 +19,16 @@ and the lock are checked (common/actions.py).
 Tristate sets no password a guest could encrypt for its owner: the
 password route answers an empty one, as Nova does for a server whose
 guest posted none, and clearing it changes nothing.
+
+The topology (Nova's 2.78) is the guest's NUMA cells (common/numa.py):
+each cell's vCPUs and memory; ``siblings`` empty (a guest's vCPUs are
+one thread a core) and ``pagesize_kb`` null (no huge pages). A server of
+one cell has no NUMA topology of its own (nothing is stored for it, its
+domain has none): ``{"nodes": [], "pagesize_kb": null}``, Nova's answer
+for a server without one. Tristate binds no guest cell to a host NUMA
+node and pins no vCPU: an admin (Nova's ``host:index`` rule) sees
+``cpu_pinning`` empty and no ``host_node``, which Nova's schema allows
+(nothing invented).
 """
 
 import flask
@@ -29,11 +40,13 @@ from api import schemas
 from api import views
 from common import actions as table
 from common import exception
+from common import numa
 
 bp = flask.Blueprint('server_attrs', __name__,
                      url_prefix='/v2.1/servers/<server_id>')
 
 TAGS = microversion.APIVersion(2, 26)
+TOPOLOGY = microversion.APIVersion(2, 78)
 
 
 def change(server_id, changes, rule):
@@ -220,3 +233,24 @@ def diagnostics(server_id):
     raw = request.services().client.get_diagnostics(request.context(),
                                                     inst['uuid'])
     return diagnostics_view.body(raw, inst, request.version())
+
+
+# --- topology --------------------------------------------------------------------
+
+@bp.get('/topology')
+def topology(server_id):
+    """The guest's NUMA cells, as Nova's 2.78 answers them (see the
+    module docstring: no host node, no pinning)."""
+    if request.version() < TOPOLOGY:
+        raise exception.NotFound('The resource could not be found.')
+    inst = request.get_server(server_id, rule='tristate:servers:topology')
+    host_info = request.allows('tristate:servers:topology:host_info',
+                               {'project_id': inst['project_id']})
+    nodes = []
+    for cell in inst.get('numa_cells') or ():
+        node = {'vcpu_set': sorted(numa.parse_cpus(cell['cpus'])),
+                'memory_mb': cell['memory_mb'], 'siblings': []}
+        if host_info:
+            node['cpu_pinning'] = {}
+        nodes.append(node)
+    return {'nodes': nodes, 'pagesize_kb': None}

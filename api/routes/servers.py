@@ -421,6 +421,9 @@ def create():
     group = server_groups.group_hint(whole)
     if group is not None:
         attributes['server_group'] = group
+    host_hints = schemas.host_hints(whole)
+    if host_hints is not None:
+        attributes['scheduler_hints'] = host_hints
 
     def create_one(name, launch_index):
         return request.services().client.create_instance(

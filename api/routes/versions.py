@@ -29,8 +29,9 @@ SERVED = {
     'OS-EXT-STS': 'A server\'s vm_state, task_state and power_state.',
     'OS-FLV-DISABLED': 'Whether a flavor is disabled.',
     'OS-FLV-EXT-DATA': 'A flavor\'s ephemeral disk.',
-    'OS-SCH-HNT': 'The reservation (a lease\'s) and group (a server '
-                  'group\'s) scheduler hints; other hints are refused.',
+    'OS-SCH-HNT': 'The reservation (a lease\'s), group (a server '
+                  'group\'s), same_host and different_host scheduler '
+                  'hints; other hints are refused.',
     'OS-SRV-USG': 'When a server was launched and ended.',
     'os-access-ips': 'accessIPv4/accessIPv6, kept as the user sets them.',
     'os-admin-actions': 'os-resetState and forceDelete.',

@@ -70,7 +70,8 @@ CREATE_COLUMNS = frozenset({'name', 'project_id', 'user_id', 'flavor_name',
                             'availability_zone', 'key_name', 'key_data',
                             'user_data', 'config_drive', 'access_ip_v4',
                             'access_ip_v6', 'hostname',
-                            'auto_disk_config', 'numa_cells'})
+                            'auto_disk_config', 'numa_cells',
+                            'scheduler_hints'})
 # Claims checked against the project's quota (the others hold what they held).
 QUOTA_CHECKED = frozenset({'rebuild', 'resize', 'restore'})
 _CLEAR_TASK = {'task_id': None, 'task_state': None, 'task_action': None,

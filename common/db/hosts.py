@@ -8,6 +8,7 @@ import logging
 import sqlalchemy as sa
 
 from common import exception
+from common.db import host_hints
 from common.db import lease_hosts
 from common.db import models
 from common.db import moves
@@ -347,7 +348,9 @@ class HostsMixin:
         when none had room. ``zone``: (name, is the default zone) to
         choose among that availability zone's hosts only. An instance in
         a server group is placed by its policy, the group's row locked
-        for the transaction (:mod:`common.db.server_groups`)."""
+        for the transaction (:mod:`common.db.server_groups`), and one
+        with same_host / different_host hints by them
+        (:mod:`common.db.host_hints`)."""
         take = scheduling.take_query(reserved=reserved)
 
         def txn(conn):
@@ -358,6 +361,13 @@ class HostsMixin:
                                              exclude=exclude, limit=limit)
                 if where is None:
                     return None
+            hinted = host_hints.placement(conn, instance_uuid)
+            if hinted is not None:
+                narrowed = host_hints.narrow(conn, hinted, only=where[0],
+                                             exclude=where[1])
+                if narrowed is None:
+                    return None
+                where = narrowed + (where[2],)
             values, shape = _search(vcpus, memory_mb, disk_gb, ratios,
                                     alive_since, pack, where[2], where[0],
                                     where[1], reserved, zone)
@@ -372,6 +382,13 @@ class HostsMixin:
                     return name
             return None
         return self.db.transaction(txn)
+
+    def hint_placement(self, instance_uuid):
+        """:func:`common.db.host_hints.placement` read alone, to explain a
+        failed placement."""
+        return self.db.transaction(
+            lambda conn: host_hints.placement(conn, instance_uuid),
+            readonly=True)
 
     def count_hosts(self, *, alive_since):
         """(all, disabled, down) host counts, to explain a NoValidHost."""

@@ -138,6 +138,10 @@ class Instance(Base):
     numa_cells: Mapped[list | None] = mapped_column(JSON)
     shelved_at: Mapped[datetime.datetime | None] = mapped_column(DateTime)
     shelved_image_id: Mapped[str | None] = mapped_column(String(36))
+    # Nova's same_host / different_host scheduler hints of the create
+    # ({"same_host": [uuid, ...], "different_host": [...]}), which every
+    # build and move honours (common/db/host_hints.py); null: none given.
+    scheduler_hints: Mapped[dict | None] = mapped_column(JSON)
 
 
 class Host(Base):

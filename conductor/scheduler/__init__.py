@@ -23,14 +23,23 @@ stays on its host whatever holds it.
 A member of a server group is placed by its group's policy, the group's row
 locked in the same transaction (:mod:`common.db.server_groups` says why
 that is atomic); a hard policy that leaves no host buries the build with
-a reason naming the group.
+a reason naming the group. The same_host / different_host hints of the
+create (:mod:`common.db.host_hints`) narrow every placement of the
+instance the same way, in the same transaction (no lock needed: that
+module says why); none left buries the build with a reason naming them.
 """
 
 import datetime
 
 from common import exception
+from common.db import host_hints
 from common.db import lease_hosts
 from common.db import server_groups
+
+
+# A resize's placement: no lease filter (a resize stays on its host
+# whatever holds it), so no lease to explain either.
+_NO_LEASES = object()
 
 
 class Scheduler:
@@ -88,15 +97,30 @@ class Scheduler:
             self.notifier.info(task_ctx, 'select_destinations.end',
                                'RequestSpecPayload', dict(request, host=host))
             return host
-        reason = self._explain(flavor, only)
-        if zone is not None:
-            reason += ' in availability zone %s' % zone
-        if leases:
-            reason += self._explain_leases(task_ctx, reservation_id)
-        reason += server_groups.explain(self.db.group_placement(instance_uuid))
+        reason = self._why_none(task_ctx, instance_uuid, flavor, only,
+                                exclude, zone, reservation_id if leases
+                                else _NO_LEASES)
         self.notifier.error(task_ctx, 'select_destinations.error',
                             'RequestSpecPayload', dict(request, error=reason))
         raise exception.NoValidHost(reason=reason)
+
+    def _why_none(self, task_ctx, instance_uuid, flavor, only, exclude,
+                  zone, reservation_id):
+        """The reason a placement found no host: the same_host /
+        different_host hints alone when they left none, else the hosts'
+        capacity, the zone, the leases, the group and the hints."""
+        hinted = self.db.hint_placement(instance_uuid)
+        if host_hints.leaves_none(hinted, only=only, exclude=exclude):
+            return host_hints.explain(hinted)
+        reason = self._explain(flavor, only)
+        if zone is not None:
+            reason += ' in availability zone %s' % zone
+        if reservation_id is not _NO_LEASES:
+            reason += self._explain_leases(task_ctx, reservation_id)
+        reason += server_groups.explain(self.db.group_placement(instance_uuid))
+        if hinted is not None:
+            reason += '; ' + host_hints.explain(hinted)
+        return reason
 
     def _explain(self, flavor, only):
         total, disabled, down = self.db.count_hosts(

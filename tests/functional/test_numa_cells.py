@@ -107,3 +107,30 @@ def test_a_topology_that_does_not_fit_the_flavor_is_400(admin, vcpus, ram,
     assert resp.status_code == 400, resp.get_json()
     assert expected in message(resp)
     assert admin.ids() == before
+
+
+def test_topology_shows_the_cells_and_invents_no_pinning(app, admin):
+    """GET /servers/{id}/topology (2.78): the owner sees each cell's vCPUs
+    and memory; an admin also ``cpu_pinning``, empty (Tristate pins
+    nothing), and no ``host_node`` (no cell is bound to one)."""
+    flavor = _flavor(admin, 4, 1024, {'hw:numa_nodes': '2'})
+    user = Api(app, token=api_support.new_project())
+    server = user.active(flavor=flavor)
+    path = '/servers/%s/topology' % server['id']
+    cells = [{'vcpu_set': [0, 1], 'memory_mb': 512, 'siblings': []},
+             {'vcpu_set': [2, 3], 'memory_mb': 512, 'siblings': []}]
+    resp = user.get(path, version='2.78')
+    assert resp.status_code == 200, resp.get_json()
+    assert resp.get_json() == {'nodes': cells, 'pagesize_kb': None}
+    assert admin.get(path, version='2.78').get_json() == {
+        'nodes': [dict(c, cpu_pinning={}) for c in cells],
+        'pagesize_kb': None}
+    assert user.get(path, version='2.77').status_code == 404
+    other = Api(app, token=api_support.new_project())
+    assert other.get(path, version='2.78').status_code == 404
+    plain = user.active()
+    assert user.get('/servers/%s/topology' % plain['id'],
+                    version='2.78').get_json() == {'nodes': [],
+                                                   'pagesize_kb': None}
+    for made in (server, plain):
+        user.delete('/servers/%s' % made['id'])

@@ -7,10 +7,14 @@ and novaclient where openstackclient has no command."""
 
 import pytest
 
+from common import context
 from tests.functional import api_support
 from tests.functional import catalogue_support as support
+from tests.functional.conftest import used
+from tests.functional.conftest import wait_idle
 from tests.functional.test_openstackclient import home  # noqa: F401
 from tests.functional.test_openstackclient import osc
+from tests.functional.test_openstackclient import TOKENS
 from tests.functional.test_openstackclient import osc_fails
 from tests.functional.test_openstackclient import plane  # noqa: F401
 from tests.functional.test_openstackclient import url  # noqa: F401
@@ -116,3 +120,23 @@ def test_server_group_create_list_show_delete_and_hint(home,  # noqa: F811
         'spread-me']
     osc(home, 'server', 'group', 'delete', made['id'], parse=False)
     assert osc(home, 'server', 'group', 'list') == []
+
+
+def test_server_create_hint_same_host(home, plane):  # noqa: F811
+    """``server create --hint same_host=`` lands beside the named server
+    (placed before the create answers), though another host is emptier:
+    the spread weigher alone would not. (The hints' forms, and placement
+    by both hints: test_api_host_hints.py, test_host_hints.py.)"""
+    user, project = TOKENS['tristate'].split(':')
+    # the named server on the fuller host (an admin's forced host, in the
+    # project of openstackclient's cloud): spread alone would go elsewhere
+    host = max(plane.host_names, key=lambda h: (used(plane, h)[1], h))
+    first = plane.client.create_instance(
+        context.RequestContext(user_id=user, project_id=project).elevated(),
+        name='first', flavor='tiny', image_ref=api_support.IMAGE,
+        force_host=host)['uuid']
+    assert wait_idle(plane, first)['host'] == host
+    beside = osc(home, 'server', 'create', '--flavor', 'tiny', '--image',
+                 api_support.IMAGE, '--no-network', '--hint',
+                 'same_host=%s' % first, 'beside')['id']
+    assert plane.statedb.get_instance(beside)['host'] == host

@@ -6,7 +6,9 @@ asking for anti-affinity got servers side by side and was never told
 session's note of leftovers. Fixed: any other hint is a 400 naming it
 (api/schemas.py ``reservation_hint``); nothing is created. Since issue
 25 the ``group`` hint is acted on (server groups: its tests are
-tests/functional/test_api_server_groups.py); the others are still refused.
+tests/functional/test_api_server_groups.py), and ``same_host`` /
+``different_host`` since the scheduler places by them
+(tests/functional/test_host_hints.py); the others are still refused.
 """
 
 from novaclient import exceptions as nova_exc
@@ -24,8 +26,8 @@ def url(shared_plane):
 
 
 @pytest.mark.parametrize('hint, value', [
-    ('different_host', ['6f2b8a2e-2f0e-4c52-9c5c-000000000003']),
-    ('same_host', ['6f2b8a2e-2f0e-4c52-9c5c-000000000004'])])
+    ('query', '[">=", "$free_ram_mb", 1024]'),
+    ('build_near_host_ip', '10.0.0.1')], ids=['query', 'build_near_host_ip'])
 def test_a_hint_nothing_acts_on_is_refused(url, hint, value):
     nova = client_support.nova(url, api_support.new_project(), '2.1')
     with pytest.raises(nova_exc.BadRequest,
