@@ -12,12 +12,10 @@ took; :func:`verify` then checks that each accepted request ended, and
 :func:`summary` prints the figures.
 """
 
-import contextlib
 import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -41,13 +39,6 @@ BOOT_ENV = 'TRISTATE_TEST_RABBIT_BOOT_TIMEOUT'
 BOOT = 180
 
 
-def _listening(port):
-    with contextlib.suppress(OSError), socket.create_connection(
-            ('127.0.0.1', port), timeout=1):
-        return True
-    return False
-
-
 def _free_base():
     """A base port N with N .. N+16 all free on 127.0.0.1 now."""
     if os.environ.get(PORT_ENV):
@@ -55,7 +46,7 @@ def _free_base():
     for _ in range(50):
         base = support.free_port()
         if base + PORTS < 65536 and all(
-                not _listening(base + n) for n in range(PORTS)):
+                not support.listening(base + n) for n in range(PORTS)):
             return base
     pytest.fail('no %d free consecutive ports on 127.0.0.1' % PORTS)
 

@@ -192,6 +192,13 @@ class Haproxy:
         return [line.strip()[:200] for line in text.splitlines()
                 if ' is DOWN' in line or ' is UP' in line]
 
+    def seen(self, server, state):
+        """How many times HAProxy logged that ``server`` went ``state``
+        ('DOWN' or 'UP'): it logs a change only, never a server that stays
+        as it was."""
+        return len([line for line in self.state_changes()
+                    if '/%s is %s' % (server, state) in line])
+
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
