@@ -10,9 +10,6 @@ and database: see :mod:`bench.services`. Each of the ``--rounds`` runs
 starts its own daemons on a fresh database; the figure is the median.
 """
 
-import shutil
-import tempfile
-
 from bench import burst as burst_mod
 from bench import core
 from bench import imagedata
@@ -22,7 +19,6 @@ from common import context
 from common import rpc
 from common.db import api as db_api
 from common.db import engine
-from common.db import migration
 from conductor import rpcapi
 
 NAME = 'burst_rabbit'
@@ -64,27 +60,20 @@ class ApiTier:
         self.statedb.db.dispose()
         self.conf.reset()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
 
 def one_round(args, rabbit, server):
     """Seconds of one burst, with daemons of its own on a fresh database."""
-    tmp = tempfile.mkdtemp(prefix='tristate-bench-')
-    try:
-        with services.fresh_database(server) as db_url:
-            migration.upgrade(engine.Database(db_url))
-            daemons = services.Daemons(rabbit, db_url, hosts=args.hosts,
-                                       path=tmp)
-            tier = None
-            try:
-                daemons.start_conductor()
-                tier = ApiTier(daemons)
-                seconds = burst_mod.burst(tier, args.builds, args.clients, 'r')
-                daemons.check_alive()
-            finally:
-                if tier is not None:
-                    tier.stop()
-                daemons.stop()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with services.round_daemons(rabbit, server, hosts=args.hosts) as daemons:
+        daemons.start_conductor()
+        with ApiTier(daemons) as tier:
+            seconds = burst_mod.burst(tier, args.builds, args.clients, 'r')
+            daemons.check_alive()
     return seconds
 
 

@@ -24,8 +24,6 @@ in each of the ``--rounds``. Figures, medians over the rounds:
 """
 
 import os
-import shutil
-import tempfile
 import time
 
 from bench import burst as burst_mod
@@ -33,8 +31,6 @@ from bench import burst_rabbit
 from bench import core
 from bench import plane as plane_mod
 from bench import services
-from common.db import engine
-from common.db import migration
 
 NAME = 'conductors'
 TINY = ['--builds', '4', '--hosts', '1', '--rounds', '1', '--idle', '0.5']
@@ -75,32 +71,19 @@ def _consuming(daemons, names):
 def one_round(args, rabbit, server, conductors):
     """(seconds of the burst, {conductor: CPU seconds over it}, {conductor:
     CPU seconds per second while idle})."""
-    tmp = tempfile.mkdtemp(prefix='tristate-bench-')
-    try:
-        with services.fresh_database(server) as db_url:
-            migration.upgrade(engine.Database(db_url))
-            daemons = services.Daemons(rabbit, db_url, hosts=args.hosts,
-                                       path=tmp)
-            names = ['conductor%d' % n for n in range(1, conductors + 1)]
-            tier = None
-            try:
-                for name in names:
-                    daemons.start_conductor(name)
-                tier = burst_rabbit.ApiTier(daemons)
-                core.wait_for(lambda: _consuming(daemons, names), timeout=120,
-                              interval=0.1, what='every conductor to consume')
-                pids = {name: daemons.procs[name].pid for name in names}
-                idle = _rates(pids, args.idle)
-                before = {n: cpu_seconds(p) for n, p in pids.items()}
-                seconds = burst_mod.burst(tier, args.builds, args.clients, 'c')
-                used = {n: cpu_seconds(p) - before[n] for n, p in pids.items()}
-                daemons.check_alive()
-            finally:
-                if tier is not None:
-                    tier.stop()
-                daemons.stop()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with services.round_daemons(rabbit, server, hosts=args.hosts) as daemons:
+        names = ['conductor%d' % n for n in range(1, conductors + 1)]
+        for name in names:
+            daemons.start_conductor(name)
+        with burst_rabbit.ApiTier(daemons) as tier:
+            core.wait_for(lambda: _consuming(daemons, names), timeout=120,
+                          interval=0.1, what='every conductor to consume')
+            pids = {name: daemons.procs[name].pid for name in names}
+            idle = _rates(pids, args.idle)
+            before = {n: cpu_seconds(p) for n, p in pids.items()}
+            seconds = burst_mod.burst(tier, args.builds, args.clients, 'c')
+            used = {n: cpu_seconds(p) - before[n] for n, p in pids.items()}
+            daemons.check_alive()
     return seconds, used, idle
 
 

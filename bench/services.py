@@ -107,6 +107,26 @@ def fresh_database(server_url):
         admin.dispose()
 
 
+@contextlib.contextmanager
+def round_daemons(rabbit, server_url, *, hosts):
+    """One round's :class:`Daemons` (none started yet): on a fresh, migrated
+    database of ``server_url``'s server and in a temporary directory of
+    their own, both stopped and removed at the end."""
+    from common.db import engine
+    from common.db import migration
+    tmp = tempfile.mkdtemp(prefix='tristate-bench-')
+    try:
+        with fresh_database(server_url) as db_url:
+            migration.upgrade(engine.Database(db_url))
+            daemons = Daemons(rabbit, db_url, hosts=hosts, path=tmp)
+            try:
+                yield daemons
+            finally:
+                daemons.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def ini(sections):
     """The text of an INI file of ``{section: {key: value}}``."""
     lines = []

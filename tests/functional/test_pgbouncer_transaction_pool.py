@@ -18,7 +18,6 @@ POOLS``).
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -42,13 +41,6 @@ pytestmark = pytest.mark.postgresql
 PGBOUNCER = '/usr/sbin/pgbouncer'
 SERVER_CONNECTIONS = 2
 WORKERS = 4
-
-
-def _listening(port):
-    with contextlib.suppress(OSError), socket.create_connection(
-            ('127.0.0.1', port), timeout=1):
-        return True
-    return False
 
 
 def _require_pgbouncer():
@@ -91,7 +83,7 @@ def _pgbouncer(server_url):
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: _listening(port) or proc.poll() is not None,
+        wait_for(lambda: support.listening(port) or proc.poll() is not None,
                  what='pgBouncer to listen')
         assert proc.poll() is None, open(
             os.path.join(path, 'pgbouncer.log')).read()

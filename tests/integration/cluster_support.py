@@ -12,12 +12,10 @@ took; :func:`verify` then checks that each accepted request ended, and
 :func:`summary` prints the figures.
 """
 
-import contextlib
 import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -41,13 +39,6 @@ BOOT_ENV = 'TRISTATE_TEST_RABBIT_BOOT_TIMEOUT'
 BOOT = 180
 
 
-def _listening(port):
-    with contextlib.suppress(OSError), socket.create_connection(
-            ('127.0.0.1', port), timeout=1):
-        return True
-    return False
-
-
 def _free_base():
     """A base port N with N .. N+16 all free on 127.0.0.1 now."""
     if os.environ.get(PORT_ENV):
@@ -55,7 +46,7 @@ def _free_base():
     for _ in range(50):
         base = support.free_port()
         if base + PORTS < 65536 and all(
-                not _listening(base + n) for n in range(PORTS)):
+                not support.listening(base + n) for n in range(PORTS)):
             return base
     pytest.fail('no %d free consecutive ports on 127.0.0.1' % PORTS)
 
@@ -232,15 +223,32 @@ class Load:
         finally:
             request.took = time.monotonic() - request.started
 
+    # --- what a request calls: the conductor API here (HttpLoad: the REST
+    # API); an error raised is the call's failure
+
+    def create(self, name):
+        """Build a server; its uuid."""
+        return self.plane.api.create_instance(
+            self.plane.ctx, name=name, flavor='tiny',
+            image_ref='cirros')['uuid']
+
+    def run_action(self, uuid, action):
+        self.plane.api.run_action(self.plane.ctx, uuid, action)
+
+    def hard_delete(self, uuid):
+        """Delete a server; its row as the delete left it."""
+        return self.plane.api.delete_instance(self.plane.ctx, uuid)
+
+    # --- the requests --------------------------------------------------------
+
     def _build(self, name):
         request = Request('build', None, vm.ACTIVE)
-        made = self._call(request, lambda: self.plane.api.create_instance(
-            self.plane.ctx, name=name, flavor='tiny', image_ref='cirros'))
-        if made is not None:
-            request.uuid = made['uuid']
-            request.task_id = self.plane.last_task(made['uuid'], 'build')
+        uuid = self._call(request, lambda: self.create(name))
+        if uuid is not None:
+            request.uuid = uuid
+            request.task_id = self.plane.last_task(uuid, 'build')
             with self._lock:
-                self.pool.append(made['uuid'])
+                self.pool.append(uuid)
 
     def _with_idle(self, do):
         """``do(inst)`` on an idle ACTIVE or STOPPED instance of the pool
@@ -265,8 +273,8 @@ class Load:
     def _act(self, inst):
         action, target = self._rng.choice(NEXT[inst['vm_state']])
         request = Request(action, inst['uuid'], target)
-        done = self._call(request, lambda: self.plane.api.run_action(
-            self.plane.ctx, inst['uuid'], action) or True)
+        done = self._call(request, lambda: self.run_action(
+            inst['uuid'], action) or True)
         if done is not None:
             request.task_id = self.plane.last_task(inst['uuid'], action)
 
@@ -274,8 +282,7 @@ class Load:
         with self._lock:
             self.pool.remove(inst['uuid'])
         request = Request('delete', inst['uuid'], vm.HARD_DELETED)
-        gone = self._call(request, lambda: self.plane.api.delete_instance(
-            self.plane.ctx, inst['uuid']))
+        gone = self._call(request, lambda: self.hard_delete(inst['uuid']))
         if gone is not None:
             request.task_id = self.plane.last_task(inst['uuid'], 'delete')
             with self._lock:

@@ -32,7 +32,6 @@ import contextlib
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -54,6 +53,7 @@ from common.states import vm
 from compute_agent import journal
 from compute_agent.virt import fake
 from tests import images_support
+from tests import support
 from tests.conftest import pg_database
 from conductor import rpcapi
 
@@ -135,13 +135,6 @@ def _ini(sections):
         lines.extend('%s = %s' % item for item in values.items())
         lines.append('')
     return '\n'.join(lines)
-
-
-def _listening(port):
-    with contextlib.suppress(OSError), socket.create_connection(
-            ('127.0.0.1', port), timeout=1):
-        return True
-    return False
 
 
 class DaemonDied(AssertionError):
@@ -257,7 +250,6 @@ class Plane:
                        [SOURCE_ROOT] + [p for p in [os.environ.get(
                            'PYTHONPATH')] if p]))
         self.kinds[name] = kind
-        self.killed.discard(name)
         with open(self.path / ('%s.out' % name), 'ab') as out:
             self.procs[name] = subprocess.Popen(
                 [sys.executable, '-c', code,
@@ -265,12 +257,16 @@ class Plane:
                  '--config-file', str(self.own_conf[name])],
                 cwd=self.path, env=env, stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT)
+        # Only now: a check_alive() of another thread meanwhile would
+        # take the killed process for one that died.
+        self.killed.discard(name)
         self.logs[name] = [self.path / ('%s.log' % name),
                            self.path / ('%s.out' % name)]
 
-    def start(self, before_agents=None):
-        """Start the conductors, then (after ``before_agents()``, if
-        given) the agents; returns once every agent heartbeats."""
+    def start(self, before_agents=None, *, with_conductors=None):
+        """Start the conductors (and, meanwhile, ``with_conductors()``, if
+        given), then (after ``before_agents()``, if given) the agents;
+        returns once every agent heartbeats."""
         self.configure()
         database = engine.Database(self.db_url)
         migration.upgrade(database)
@@ -285,6 +281,8 @@ class Plane:
                                        timeout=15)
         for name in self.conductors:
             self.spawn(name, 'conductor')
+        if with_conductors is not None:
+            with_conductors()
         # Agents started first would work too, but their first calls would
         # wait out a whole rpc_timeout for a conductor queue not declared yet.
         ping = rpcapi.ConductorAPI(self.bus, conf, timeout=1)
@@ -297,11 +295,12 @@ class Plane:
         self.wait_for(self._hosts_up, 60, 'every agent to heartbeat')
         return self
 
-    def start_api(self, port, *, rpc_timeout=30, name='api', image=True):
+    def start_api(self, port, *, rpc_timeout=30, name='api', image=True,
+                  wait=True):
         """Start ``tristate-api`` (process ``name``) on 127.0.0.1:``port``
         (noauth: send ``X-Auth-Token: USER:PROJECT``); returns its base URL
         once it listens, with the test image uploaded unless ``image`` is
-        false."""
+        false (at once, nothing uploaded, unless ``wait``)."""
         self.own_conf[name] = self.write_config(name, {
             'DEFAULT': {'host': '%s-%s' % (name, self.tag),
                         'log_file': self.path / ('%s.log' % name)},
@@ -310,8 +309,10 @@ class Plane:
                     'auth_strategy': 'noauth', 'rpc_timeout': rpc_timeout},
         })
         self.spawn(name, 'api')
-        self.wait_for(lambda: _listening(port), 60, 'the API to listen')
         url = 'http://127.0.0.1:%d' % port
+        if not wait:
+            return url
+        self.wait_for(lambda: support.listening(port), 60, 'the API to listen')
         if image:
             images_support.upload_image(url)      # what servers boot
         return url
@@ -464,12 +465,15 @@ class Plane:
         """After a fault: each of ``hosts`` stops an ACTIVE instance of
         ``live`` (instance rows), a new build becomes ACTIVE, ``check`` is
         clean and every daemon still runs."""
-        for host in hosts:
-            inst = next(i for i in live if i['host'] == host
-                        and i['vm_state'] == vm.ACTIVE)
-            assert self.act(inst['uuid'], 'stop', timeout=60)['vm_state'] == (
-                vm.STOPPED)
-        assert self.build('after', timeout=60)['vm_state'] == vm.ACTIVE
+        stopping = [next(i['uuid'] for i in live if i['host'] == host
+                         and i['vm_state'] == vm.ACTIVE) for host in hosts]
+        for uuid in stopping:           # all at once, then each waited for
+            self.api.run_action(self.ctx, uuid, 'stop', {})
+        built = self.api.create_instance(self.ctx, name='after',
+                                         flavor='tiny', image_ref='cirros')
+        for uuid in stopping:
+            assert self.wait_idle(uuid, 60)['vm_state'] == vm.STOPPED
+        assert self.wait_idle(built['uuid'], 60)['vm_state'] == vm.ACTIVE
         assert self.violations() == []
         self.check_alive()
 

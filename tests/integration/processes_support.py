@@ -30,13 +30,9 @@ import urllib.parse
 import pytest
 import requests
 
-from common.states import vm
-
 from tests import images_support
 
-from .cluster_support import NEXT
 from .cluster_support import Load
-from .cluster_support import Request
 
 HAPROXY = shutil.which('haproxy')
 TOKEN = 'alice:demo'        # noauth: the plane's user and project
@@ -192,6 +188,13 @@ class Haproxy:
         return [line.strip()[:200] for line in text.splitlines()
                 if ' is DOWN' in line or ' is UP' in line]
 
+    def seen(self, server, state):
+        """How many times HAProxy logged that ``server`` went ``state``
+        ('DOWN' or 'UP'): it logs a change only, never a server that stays
+        as it was."""
+        return len([line for line in self.state_changes()
+                    if '/%s is %s' % (server, state) in line])
+
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
@@ -228,33 +231,14 @@ class HttpLoad(Load):
             raise HttpError('%d %s' % (resp.status_code, resp.text[:300]))
         return resp
 
-    def _build(self, name):
-        request = Request('build', None, vm.ACTIVE)
-        made = self._call(request, lambda: self._http(
-            'POST', '/v2.1/servers', {'server': {
-                'name': name, 'flavorRef': 'tiny',
-                'imageRef': images_support.IMAGE}}).json()['server'])
-        if made is not None:
-            request.uuid = made['id']
-            request.task_id = self.plane.last_task(made['id'], 'build')
-            with self._lock:
-                self.pool.append(made['id'])
+    def create(self, name):
+        return self._http('POST', '/v2.1/servers', {'server': {
+            'name': name, 'flavorRef': 'tiny',
+            'imageRef': images_support.IMAGE}}).json()['server']['id']
 
-    def _act(self, inst):
-        action, target = self._rng.choice(NEXT[inst['vm_state']])
-        request = Request(action, inst['uuid'], target)
-        done = self._call(request, lambda: self._http(
-            'POST', '/v2.1/servers/%s/action' % inst['uuid'], BODIES[action]))
-        if done is not None:
-            request.task_id = self.plane.last_task(inst['uuid'], action)
+    def run_action(self, uuid, action):
+        self._http('POST', '/v2.1/servers/%s/action' % uuid, BODIES[action])
 
-    def _delete(self, inst):
-        with self._lock:
-            self.pool.remove(inst['uuid'])
-        request = Request('delete', inst['uuid'], vm.HARD_DELETED)
-        gone = self._call(request, lambda: self._http(
-            'DELETE', '/v2.1/servers/%s' % inst['uuid']))
-        if gone is not None:
-            request.task_id = self.plane.last_task(inst['uuid'], 'delete')
-            with self._lock:
-                self.deleted.append(self.plane.instance(inst['uuid']))
+    def hard_delete(self, uuid):
+        self._http('DELETE', '/v2.1/servers/%s' % uuid)
+        return self.plane.instance(uuid)
