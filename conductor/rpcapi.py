@@ -98,6 +98,10 @@ Version history:
   (API tier: Nova's shelving, issue 22; ``unshelve`` with
   ``availability_zone`` and ``host``), refused below 1.21 rather than sent
   to a conductor that does not know them.
+* 1.22 - run_action takes ``set_security_groups`` (API tier: Nova's
+  addSecurityGroup/removeSecurityGroup; ``security_groups``: ``[]`` or
+  ``["default"]``), refused below 1.22 rather than sent to a conductor that
+  does not know it (issue 22).
 
 Calls go out at the lowest version that carries them (1.0 for all but the
 ones that need more), so that ``[upgrade_levels] conductor = 1.0`` keeps
@@ -109,7 +113,7 @@ from common import exception
 from common import metrics
 from common import rpc
 
-VERSION = '1.21'
+VERSION = '1.22'
 BASE_VERSION = '1.0'
 # create_instance's attributes of 1.10.
 GUEST_ACCESS = frozenset({'key_name', 'key_data', 'user_data',
@@ -293,6 +297,9 @@ class ConductorAPI:
         if action in ('shelve', 'shelve_offload', 'unshelve'):
             self._need('1.21', 'shelving')
             version = '1.21'
+        if action == 'set_security_groups':
+            self._need('1.22', 'security groups')
+            version = '1.22'
         if action == 'rebuild' and 'admin_pass' in params:
             # 1.17: a rebuild's admin password
             self._need('1.17', 'a rebuild with an admin password')
