@@ -164,7 +164,9 @@ TARGETS = [
           ['changePassword.adminPass']),
          ('os-migrateLive', {'host': 'h', 'block_migration': 'auto'},
           ['os-migrateLive.host'], []),
-         ('evacuate', {'host': 'h'}, ['evacuate.host'], []),
+         # valid at 2.1, where onSharedStorage is required
+         ('evacuate', {'host': 'h', 'onSharedStorage': False},
+          ['evacuate.host'], []),
          ('migrate', None, [], []),
          ('shelve', None, [], []), ('shelveOffload', None, [], []),
          ('unshelve', None, [], []),
