@@ -20,6 +20,7 @@ RESET = 'reset'
 LOCK = 'lock'           # the lock: no task, an attribute (api.routes.server_attrs)
 CONSOLE = 'console'     # console log and URLs (api.routes.consoles)
 EVACUATE = 'evacuate'   # checked per microversion (api.evacuate)
+SECURITY_GROUP = 'security_group'   # add/remove one (api.secgroups)
 
 
 def _none(body):
@@ -205,6 +206,10 @@ ACTIONS = {a.key: a for a in (
     ServerAction('forceDelete', 'delete', kind=DELETE),
     ServerAction('os-resetState', 'reset_state', schemas.RESET_STATE, _reset,
                  kind=RESET),
+    ServerAction('addSecurityGroup', 'set_security_groups',
+                 schemas.SECURITY_GROUP_ACTION, kind=SECURITY_GROUP),
+    ServerAction('removeSecurityGroup', 'set_security_groups',
+                 schemas.SECURITY_GROUP_ACTION, kind=SECURITY_GROUP),
     ServerAction('lock', 'lock', schemas.LOCK, _lock, kind=LOCK),
     ServerAction('unlock', 'unlock', schemas.NO_BODY, _unlock, kind=LOCK),
     ServerAction('os-getConsoleOutput', 'get_console_output',
@@ -239,8 +244,6 @@ _MOBILITY = 'the mobility issue'
 UNBUILT = {u.key: u for u in (
     Unbuilt('trigger_crash_dump', 'crash dumps (an NMI to the guest)',
             since=(2, 17)),
-    Unbuilt('addSecurityGroup', 'security groups: ' + _NETWORKING),
-    Unbuilt('removeSecurityGroup', 'security groups: ' + _NETWORKING),
     Unbuilt('addFixedIp', _NETWORKING, until=(2, 43)),
     Unbuilt('removeFixedIp', _NETWORKING, until=(2, 43)),
     Unbuilt('addFloatingIp', _NETWORKING, until=(2, 43)),

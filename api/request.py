@@ -137,9 +137,15 @@ class ServerViews:
 
     def body(self, inst, *, fault=None, kind=views.SHOW):
         """One server's body. ``inst`` is not changed."""
+        uuid = inst['uuid']
         if 'addresses' not in inst:
-            inst = dict(inst, addresses=addresses([inst['uuid']]).get(
-                inst['uuid'], {}))
+            found, groups = network_views([uuid])
+            inst = dict(inst, addresses=found.get(uuid, {}),
+                        security_groups=inst.get('security_groups',
+                                                 groups.get(uuid, [])))
+        elif 'security_groups' not in inst and kind != views.LIST:
+            inst = dict(inst, security_groups=security_groups([uuid]).get(
+                uuid, []))
         if self.flavor_ids is not None:
             flavor_id = self.flavor_ids.get(inst['flavor_name'])
             if flavor_id is not None and flavor_id != inst['flavor_name']:
@@ -189,6 +195,21 @@ def _host_zones():
             {} if statedb is None else statedb.host_zones(),
             svc.conf.default_availability_zone)
     return found
+
+
+def network_views(uuids):
+    """(``{uuid: addresses}``, ``{uuid: [group name]}``) of the servers
+    ``uuids``, in one query: a page of servers."""
+    statedb = services().client.statedb
+    return (statedb.network_views_of(uuids) if statedb is not None
+            else ({}, {}))
+
+
+def security_groups(uuids):
+    """``{uuid: [group name]}`` of the servers ``uuids`` that have ports
+    (common/secgroups.py), in one query."""
+    statedb = services().client.statedb
+    return statedb.security_groups_of(uuids) if statedb is not None else {}
 
 
 def addresses(uuids):

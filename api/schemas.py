@@ -244,6 +244,11 @@ CONSOLE_OUTPUT = {'type': ['null', 'object'],
 # Nova 2.1's serial and VNC console actions: the type, from Nova's list.
 SERIAL_CONSOLE = _object(['type'], type={'enum': ['serial']})
 VNC_CONSOLE = _object(['type'], type={'enum': ['novnc', 'xvpvnc']})
+# Nova's addSecurityGroup / removeSecurityGroup: the group's name (one
+# line of printable text, as Neutron's names).
+SECURITY_GROUP_ACTION = _object(['name'], name={
+    'type': 'string', 'minLength': 1, 'maxLength': 255,
+    'format': PRINTABLE})
 RESCUE = {'type': ['null', 'object'],
           'properties': {'adminPass': {'type': 'string'},
                          'rescue_image_ref': IMAGE_REF},

@@ -142,9 +142,8 @@ def _progress(inst):
 
 def created_server(inst, links):
     """The answer to ``POST /servers``: what Nova's create schema allows
-    (the route adds ``adminPass``: api/guest.py). No ``security_groups``:
-    security groups are not built. A client reads the rest with
-    ``GET /servers/{id}``."""
+    (the route adds ``security_groups`` and ``adminPass``: api/guest.py).
+    A client reads the rest with ``GET /servers/{id}``."""
     return {'id': inst['uuid'], 'links': links.links('servers', inst['uuid']),
             'OS-DCF:diskConfig': disk_config(inst)}
 
@@ -303,6 +302,10 @@ def server(inst, *, version, links, host_up=True, fault=None,
         body['fault'] = fault
     if shape.full:
         _add_extensions(body, inst, shape, extended, zone)
+        if inst.get('security_groups'):
+            # Nova's: the groups of the server's ports; none: no key
+            body['security_groups'] = [{'name': name} for name in
+                                       inst['security_groups']]
         if shape.host_status and host_status:
             body['host_status'] = _host_status(inst, host_up)
     if shape.locked:

@@ -50,6 +50,7 @@ from api.routes import migrations
 from api.routes import networks
 from api.routes import noauth_identity
 from api.routes import os_hosts
+from api.routes import security_groups
 from api.routes import server_actions
 from api.routes import server_attrs
 from api.routes import server_groups
@@ -77,7 +78,8 @@ def create_app(conf, client, *, policy=None):
                       flavors.bp, limits.bp, services_routes.bp,
                       aggregates.bp, availability_zones.bp, migrations.bp,
                       networks.bp, keypairs.bp, consoles.bp,
-                      external_events.bp, server_groups.bp):
+                      external_events.bp, server_groups.bp,
+                      security_groups.bp):
         app.register_blueprint(blueprint)
     if conf.api.auth_strategy == 'noauth':
         app.register_blueprint(noauth_identity.bp)

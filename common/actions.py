@@ -103,6 +103,10 @@ ACTIONS = types.MappingProxyType({a.name: a for a in (
     Action('backup', timeout=3600, description='save a rotated backup image'),
     Action('set_password', timeout=300,
            description='set the admin password in the guest'),
+    Action('set_security_groups', timeout=300,
+           description='put every port of the guest in the default group '
+                       '(all traffic) or in none (its links down: '
+                       'common/secgroups.py)'),
     Action('soft_delete', timeout=600,
            description='power off and keep the disk until reclaimed'),
     Action('restore', timeout=600,
@@ -178,6 +182,13 @@ ROWS = (
         task.IMAGE_BACKINGUP, UNCHANGED),
     Row('set_password', frozenset({vm.ACTIVE}), task.UPDATING_PASSWORD,
         UNCHANGED),
+    # Nova's add/removeSecurityGroup (issue 22): where the guest's
+    # definition is the one it runs with next (not a rescue's or a cold
+    # move's copy, not a suspended guest's saved image); an offloaded
+    # guest has no domain: its ports change alone.
+    Row('set_security_groups', frozenset({vm.ACTIVE, vm.STOPPED, vm.PAUSED,
+                                          vm.SHELVED, vm.SHELVED_OFFLOADED}),
+        task.UPDATING_SECURITY_GROUPS, UNCHANGED),
     Row('soft_delete', _LIVE | {vm.RESIZED}, task.SOFT_DELETING,
         vm.SOFT_DELETED),
     Row('restore', frozenset({vm.SOFT_DELETED}), task.RESTORING, vm.ACTIVE),

@@ -148,6 +148,7 @@ class task:
     IMAGE_SNAPSHOTTING = 'image_snapshotting'
     IMAGE_BACKINGUP = 'image_backingup'
     UPDATING_PASSWORD = 'updating_password'
+    UPDATING_SECURITY_GROUPS = 'updating_security_groups'
     SOFT_DELETING = 'soft_deleting'
     RESTORING = 'restoring'
     SHELVING = 'shelving'

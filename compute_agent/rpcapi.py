@@ -35,6 +35,9 @@ Version history:
 * 1.12 - run_task takes the actions ``shelve``, ``shelve_offload`` and
   ``unshelve`` (issue 22: Nova's shelving); an agent capped below 1.12 is
   not sent them (the conductor refuses the request first: :meth:`can_send`).
+* 1.13 - run_task takes the action ``set_security_groups`` (issue 22: the
+  guest's network links up in the ``default`` group, down in none); an
+  agent capped below 1.13 is not sent it (the conductor refuses first).
 """
 
 import logging
@@ -44,7 +47,7 @@ from common import metrics
 from common import rpc
 
 LOG = logging.getLogger(__name__)
-VERSION = '1.12'
+VERSION = '1.13'
 # How often a best-effort cast is retried with the broker unreachable before
 # it fails (oslo.messaging's default, None, retries for ever).
 BEST_EFFORT_RETRY = 1
@@ -52,6 +55,8 @@ BEST_EFFORT_RETRY = 1
 
 # run_task's actions of 1.12.
 SHELVING = frozenset({'shelve', 'shelve_offload', 'unshelve'})
+# run_task's actions of 1.13, and the version each set needs.
+SECURITY_GROUPS = frozenset({'set_security_groups'})
 
 
 class ComputeAPI:
@@ -72,13 +77,15 @@ class ComputeAPI:
         MessagingTimeout when no answer came within ``timeout`` seconds."""
         params = params or {}
         version = '1.1'
-        if action in SHELVING:
-            if not self.client.can_send_version('1.12'):
-                raise exception.ServiceUnavailable(
-                    reason='%s needs compute agent RPC API 1.12 and '
-                           '[upgrade_levels] compute caps it at %s'
-                           % (action, self.client.version_cap))
-            version = '1.12'
+        for needed, actions in (('1.12', SHELVING),
+                                ('1.13', SECURITY_GROUPS)):
+            if action in actions:
+                if not self.client.can_send_version(needed):
+                    raise exception.ServiceUnavailable(
+                        reason='%s needs compute agent RPC API %s and '
+                               '[upgrade_levels] compute caps it at %s'
+                               % (action, needed, self.client.version_cap))
+                version = needed
         if 'admin_pass' in params:
             if self.client.can_send_version('1.7'):
                 version = '1.7'

@@ -322,6 +322,17 @@ def prepare_incoming(agent, inst, params):
                       image_ref=inst['image_ref'], **extra)
 
 
+def _set_security_groups(agent, inst, params):
+    """Every card of the guest up (``default``) or down (no group):
+    :mod:`common.secgroups`. A driver without link states cannot honour a
+    port in no group: the task fails, nothing changed."""
+    method = getattr(agent.driver, 'set_security_groups', None)
+    if method is None:
+        raise VirtError('the %s driver cannot set a guest\'s link state '
+                        '(security groups)' % type(agent.driver).__name__)
+    method(inst['uuid'], ports=list(params.get('ports') or ()))
+
+
 def _simple(method, **fixed):
     def run(agent, inst, params):
         getattr(agent.driver, method)(inst['uuid'], **fixed)
@@ -373,15 +384,19 @@ HANDLERS = {
     'unshelve': _unshelve,
     'set_password': lambda agent, inst, params: agent.driver.set_password(
         inst['uuid'], password=params['password']),
+    'set_security_groups': _set_security_groups,
 }
 
 def result_values(action, params):
     """What a finished task tells the conductor besides power: the image a
-    rebuild used."""
+    rebuild used, a shelve's snapshot, the security groups set."""
     if action == 'rebuild' and params.get('image_ref'):
         return {'image_ref': params['image_ref']}
     if action == 'shelve' and params.get('image_id'):
         return {'shelved_image_id': params['image_id']}
+    if action == 'set_security_groups':
+        # the groups the cards' links now follow (the conductor stores them)
+        return {'security_groups': list(params.get('security_groups') or ())}
     return {}
 
 

@@ -23,6 +23,7 @@ from conductor import delivery
 from conductor import gateway as gw
 from conductor import images
 from conductor import migrate
+from conductor import secgroups
 from conductor import shelve
 
 LOG = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ PARAMS = {
     # (2.91, admins)
     'unshelve': {'availability_zone': ((str, type(None)), False),
                  'host': (str, False)},
+    # RPC 1.22: Nova's add/removeSecurityGroup ([] or ["default"])
+    'set_security_groups': {'security_groups': (list, True)},
 }
 
 
@@ -250,6 +253,7 @@ class Flows:
         self.cold = migrate.ColdMoves(db=self.db, scheduler=scheduler,
                                       compute=compute, conf=conf)
         self.shelving = shelve.Shelving(self)
+        self.security_groups = secgroups.SecurityGroups(self)
 
     # --- create and build -----------------------------------------------------
 
@@ -390,6 +394,8 @@ class Flows:
             raise exception.Invalid(reason=self.cold.no_transfer())
         if action in shelve.ACTIONS:
             prepared = self.shelving.prepare(ctx, inst, action, prepared)
+        if action == secgroups.ACTION:
+            prepared = self.security_groups.prepare(ctx, inst, prepared)
         if action in images.WRITES:
             prepared['image_id'] = self.images.prepare_snapshot(
                 ctx, inst, action, prepared)
@@ -416,6 +422,8 @@ class Flows:
             self._rebuild_buried(task_ctx, inst, action, prepared)
         elif action in shelve.ACTIONS:
             self.shelving.start(task_ctx, inst, action, prepared)
+        elif action == secgroups.ACTION:
+            self.security_groups.start(task_ctx, inst, prepared)
         elif self._allocate(task_ctx, inst, action, prepared):
             self._send_action(task_ctx, inst, action, prepared)
 

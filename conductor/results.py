@@ -17,6 +17,7 @@ from common.db import hosts as hosts_db
 from common.db import services
 from conductor import gateway as gw
 from conductor import images
+from conductor import secgroups
 from conductor import shelve
 
 LOG = logging.getLogger(__name__)
@@ -259,6 +260,9 @@ class Results:
         if action in shelve.ACTIONS:
             return self.reconciler.flows.shelving.success_values(
                 inst, action, values)
+        if action == secgroups.ACTION:
+            return self.reconciler.flows.security_groups.success_values(
+                conn, inst, values)
         return self._built_or_moved(conn, inst, action, values)
 
     def _built_or_moved(self, conn, inst, action, values):

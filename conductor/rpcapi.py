@@ -98,7 +98,10 @@ Version history:
   (API tier: Nova's shelving, issue 22; ``unshelve`` with
   ``availability_zone`` and ``host``), refused below 1.21 rather than sent
   to a conductor that does not know them.
-* 1.22 - (sg22's number.)
+* 1.22 - run_action takes ``set_security_groups`` (API tier: Nova's
+  addSecurityGroup/removeSecurityGroup; ``security_groups``: ``[]`` or
+  ``["default"]``), refused below 1.22 rather than sent to a conductor that
+  does not know it (issue 22).
 * 1.23 - create_instance's ``attributes`` may carry ``scheduler_hints``
   (API tier: Nova's ``same_host`` / ``different_host``, ``{"same_host":
   [uuid, ...], "different_host": [...]}``, honoured by every build and
@@ -303,6 +306,9 @@ class ConductorAPI:
         if action in ('shelve', 'shelve_offload', 'unshelve'):
             self._need('1.21', 'shelving')
             version = '1.21'
+        if action == 'set_security_groups':
+            self._need('1.22', 'security groups')
+            version = '1.22'
         if action == 'rebuild' and 'admin_pass' in params:
             # 1.17: a rebuild's admin password
             self._need('1.17', 'a rebuild with an admin password')

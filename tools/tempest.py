@@ -148,18 +148,11 @@ SCHEDULER_FILTERS = ['AvailabilityZoneFilter', 'ComputeFilter',
                      'DifferentHostFilter']
 # Tests that no Tempest flag skips and that assume what Tristate does not
 # have, each with why: left out of the run (``--exclude-list``) and listed
-# with the skips in docs/tempest-skips.md. Not a failure hidden: each is
-# something Tristate refuses with a 400 saying it is not supported.
-EXCLUDED = {
-    'tempest.api.compute.servers.test_server_actions.ServerActionsTestOtherA'
-    '.test_remove_server_all_security_groups': (
-        'security groups are not built (Neutron\'s, off here): Tristate '
-        'filters no traffic, so a server has no group to remove '
-        '(removeSecurityGroup is a 400 "not supported yet"). Nova has had '
-        'no security groups without Neutron since nova-network was '
-        'removed; the test has no Neutron guard and reads the '
-        '"security_groups" a Neutron port gives every server'),
-}
+# with the skips in docs/tempest-skips.md. None today: the last one,
+# ServerActionsTestOtherA.test_remove_server_all_security_groups, runs since
+# Tristate has its one security group (``default``) and servers in none
+# (common/secgroups.py).
+EXCLUDED = {}
 
 
 def _require_tempest():
@@ -391,12 +384,13 @@ def write_skips(path, results, title, tempest_version):
     lines += ['', 'Every skipped test:', '', '| test | reason |', '|---|---|']
     for test, reason in skipped:
         lines.append('| `%s` | %s |' % (test, _one_line(reason)))
-    lines += ['', 'Left out of the run (`EXCLUDED` in `tools/tempest.py`, '
-              '`--exclude-list`): %d test(s) that no Tempest flag skips and '
-              'that assume what Tristate does not have.' % len(EXCLUDED), '',
-              '| test | why |', '|---|---|']
-    for test, why in sorted(EXCLUDED.items()):
-        lines.append('| `%s` | %s |' % (test, _one_line(why)))
+    if EXCLUDED:
+        lines += ['', 'Left out of the run (`EXCLUDED` in '
+                  '`tools/tempest.py`, `--exclude-list`): %d test(s) that no '
+                  'Tempest flag skips and that assume what Tristate does not '
+                  'have.' % len(EXCLUDED), '', '| test | why |', '|---|---|']
+        for test, why in sorted(EXCLUDED.items()):
+            lines.append('| `%s` | %s |' % (test, _one_line(why)))
     with open(path, 'w') as out:
         out.write('\n'.join(lines) + '\n')
 

@@ -457,6 +457,17 @@ ACTIONS = (
     ActionSpec('set-password', 'Set the admin password in the guest.',
                lambda a: {'changePassword': {'adminPass': a.password}},
                (_arg('--password', required=True),)),
+    ActionSpec('add-security-group', 'Put the server in a security group '
+               '(Tristate has one: default, all traffic).',
+               lambda a: {'addSecurityGroup': {'name': a.group}},
+               (_arg('--group', default='default',
+                     help='Group name. Default: default.'),)),
+    ActionSpec('remove-security-group', 'Take the server out of a security '
+               'group (out of default: in none, its links down, all traffic '
+               'dropped).',
+               lambda a: {'removeSecurityGroup': {'name': a.group}},
+               (_arg('--group', default='default',
+                     help='Group name. Default: default.'),)),
     ActionSpec('soft-delete', 'Power off and keep the disk until restored '
                'or reclaimed.', _empty('tristate:softDelete')),
     ActionSpec('restore', 'Bring a soft-deleted server back.',

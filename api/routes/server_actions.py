@@ -15,6 +15,7 @@ from api import schemas
 from api import snapshotimage
 from api import views
 from api.routes import consoles
+from api.routes import security_groups
 from api.routes import server_attrs
 from api.routes import servers
 from common import actions as table
@@ -92,6 +93,9 @@ def action(server_id):
         return consoles.action(inst, spec.key, params)
     if spec.kind == actions.EVACUATE:
         return evacuate.action(inst, body)
+    if spec.kind == actions.SECURITY_GROUP:
+        # as Nova: no lock check (a change of the ports, not the server)
+        return security_groups.action(inst, spec.key, body)
     table.refuse_if_locked(inst, ctx, name)
     _unshelve_to_host(inst, name, params)
     params, changes = _with_changes(inst, name, params, body)

@@ -25,6 +25,7 @@ from api.routes import server_groups
 from common import actions as table
 from common import exception
 from common import flavors
+from common import secgroups
 from common import states
 from common.states import vm
 
@@ -261,9 +262,10 @@ def _list(detail):
     insts = server_filters.sort(insts, query)
     # every listed server's addresses in one query, not one per server;
     # the rows are this request's own, completed in place
-    found = request.addresses([i['uuid'] for i in insts])
+    found, groups = request.network_views([i['uuid'] for i in insts])
     for inst in insts:
         inst['addresses'] = found.get(inst['uuid'], {})
+        inst['security_groups'] = groups.get(inst['uuid'], [])
     render = request.ServerViews().body
     bodies = [b for i, b in ((i, render(i, kind=views.LIST)) for i in insts)
               if all(check(i, b) for check in checks)]
@@ -447,6 +449,9 @@ def create():
         return resp
     inst = made[0]
     out = views.created_server(inst, request.links())
+    # Nova's: the groups the request named, else the one it is in
+    out['security_groups'] = body.get('security_groups',
+                                      [{'name': secgroups.DEFAULT}])
     if password and request.services().conf.api.enable_instance_password:
         out['adminPass'] = password
     resp = flask.jsonify({'server': out})

@@ -15,7 +15,8 @@ FAULT_MODES = ('fail', 'fail_no_rollback', 'hang')
 _OPERATIONS = ('spawn, destroy, power_off, power_on, reboot, pause, unpause, '
                'suspend, resume, rescue, unrescue, rebuild, resize, '
                'confirm_resize, revert_resize, migrate_out, snapshot, '
-               'export_disk, migrate_in, write_disk, set_password')
+               'export_disk, migrate_in, write_disk, set_password, '
+               'set_security_groups')
 
 group = cfg.OptGroup('fake_driver', title='Fake hypervisor',
                      help='The file-backed fake hypervisor (compute_driver '

@@ -680,6 +680,10 @@ class Port(Base):
     mac: Mapped[str] = mapped_column(String(17), unique=True)
     position: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime.datetime] = mapped_column(DateTime)
+    # ``default`` (all traffic allowed) or None: in no group, all traffic
+    # dropped (the guest's link is down: common/secgroups.py)
+    security_group: Mapped[str | None] = mapped_column(
+        String(255), nullable=True, server_default='default')
 
 
 class FixedIP(Base):

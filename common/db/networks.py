@@ -35,6 +35,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
 from common import exception
+from common import secgroups
 from common.db import models
 from common.db import prepared
 from common.db.prepared import bind
@@ -368,7 +369,8 @@ class NetworksMixin:
                                                version=6))
             ips.append({'address': address6, 'version': 6})
         return {'id': port['id'], 'mac': port['mac'],
-                'network': port_network(net), 'fixed_ips': ips}
+                'network': port_network(net), 'fixed_ips': ips,
+                'security_groups': [secgroups.DEFAULT]}
 
     @staticmethod
     def _draw_v4(conn, net, held):
@@ -430,31 +432,66 @@ class NetworksMixin:
             lambda conn: _ports(conn, [instance_uuid]).get(instance_uuid, []),
             readonly=True)
 
+    def security_groups_of(self, uuids):
+        """``{uuid: [group name]}`` of the servers ``uuids`` that have
+        ports (the groups of any of their ports, as Nova lists them); a
+        server with no port is absent."""
+        uuids = list(uuids)
+        if not uuids:
+            return {}
+        query = (sa.select(P.c.instance_uuid, P.c.security_group)
+                 .where(P.c.instance_uuid.in_(uuids)))
+
+        def txn(conn):
+            out = {}
+            for row in conn.execute(query):
+                names = out.setdefault(row.instance_uuid, [])
+                for name in secgroups.of_column(row.security_group):
+                    if name not in names:
+                        names.append(name)
+            return out
+        return self.db.transaction(txn, readonly=True)
+
+    @staticmethod
+    def _set_security_groups(conn, instance_uuid, groups):
+        """Every port of the instance in ``groups`` (a task's finish,
+        in its transaction)."""
+        conn.execute(sa.update(P).where(P.c.instance_uuid == instance_uuid)
+                     .values(security_group=secgroups.to_column(groups)))
+
     def addresses_of(self, uuids):
         """``{uuid: {network name: [{"version", "addr", "OS-EXT-IPS:type",
         "OS-EXT-IPS-MAC:mac_addr"}]}}`` for ``uuids``, in one query (a
         page of servers reads them once)."""
+        return self.network_views_of(uuids)[0]
+
+    def network_views_of(self, uuids):
+        """(:meth:`addresses_of`, :meth:`security_groups_of`) of ``uuids``
+        in one query (every port holds an IPv4 address): what a page of
+        servers shows of their ports."""
         uuids = list(uuids)
         if not uuids:
-            return {}
-        query = (sa.select(P.c.instance_uuid, P.c.mac, N.c.name,
-                           F.c.address, F.c.version)
+            return {}, {}
+        query = (sa.select(P.c.instance_uuid, P.c.mac, P.c.security_group,
+                           N.c.name, F.c.address, F.c.version)
                  .join(N, N.c.id == P.c.network_id)
                  .join(F, F.c.port_id == P.c.id)
                  .where(P.c.instance_uuid.in_(uuids))
                  .order_by(P.c.instance_uuid, P.c.position, F.c.version))
 
         def txn(conn):
-            out = {}
+            out, groups = {}, {}
             for row in conn.execute(query):
                 out.setdefault(row.instance_uuid, {}).setdefault(
                     row.name, []).append({
                         'version': row.version, 'addr': row.address,
                         'OS-EXT-IPS:type': 'fixed',
                         'OS-EXT-IPS-MAC:mac_addr': row.mac})
-            return out
+                names = groups.setdefault(row.instance_uuid, [])
+                if row.security_group and row.security_group not in names:
+                    names.append(row.security_group)
+            return out, groups
         return self.db.transaction(txn, readonly=True)
-
 
 def _fixed_ip(value, net):
     if value is None:
@@ -477,8 +514,8 @@ def _fixed_ip(value, net):
 
 def _ports(conn, uuids):
     """``{uuid: [port as params['ports'] carries it]}``."""
-    query = (sa.select(P.c.id, P.c.instance_uuid, P.c.mac, N,
-                       F.c.address, F.c.version)
+    query = (sa.select(P.c.id, P.c.instance_uuid, P.c.mac,
+                       P.c.security_group, N, F.c.address, F.c.version)
              .join(N, N.c.id == P.c.network_id)
              .join(F, F.c.port_id == P.c.id)
              .where(P.c.instance_uuid.in_(list(uuids)))
@@ -489,9 +526,11 @@ def _ports(conn, uuids):
         port = seen.get(m[P.c.id])
         if port is None:
             net = {c.name: m[c] for c in N.c}
-            port = seen[m[P.c.id]] = {'id': m[P.c.id], 'mac': m[P.c.mac],
-                                      'network': port_network(net),
-                                      'fixed_ips': []}
+            port = seen[m[P.c.id]] = {
+                'id': m[P.c.id], 'mac': m[P.c.mac],
+                'network': port_network(net), 'fixed_ips': [],
+                'security_groups': secgroups.of_column(
+                    m[P.c.security_group])}
             out.setdefault(m[P.c.instance_uuid], []).append(port)
         port['fixed_ips'].append({'address': m[F.c.address],
                                   'version': m[F.c.version]})

@@ -241,6 +241,13 @@ class ComputeDriver(abc.ABC):
     def set_password(self, uuid, *, password):
         self._unsupported('set_password')
 
+    def set_security_groups(self, uuid, *, ports):
+        """Each of the domain's cards (by MAC) up or down as the task's
+        ``ports`` say (``security_groups``: common/secgroups.py), now and
+        in its definition; the domain keeps the ports for its next
+        definition."""
+        self._unsupported('set_security_groups')
+
     def get_diagnostics(self, uuid):
         """What the hypervisor measures of the domain now (Nova's server
         diagnostics): ``{'power_state', 'hypervisor', 'hypervisor_os',

@@ -21,7 +21,8 @@ A domain's record (``domains/<uuid>.json``)::
      rescued, rescue_image_ref, snapshots, seq, last_op, broken_by,
      updated_at, rescue_password_sha256, snapshot_ids (when set),
      ports (the build's ports, checked: what the libvirt driver makes
-     ``<interface>`` elements of; moves with a migration),
+     ``<interface>`` elements of; moves with a migration; each port's
+     ``security_groups`` says its link: up in ``default``, down in none),
      numa_cells (the guest's NUMA cells, [] for one: common/numa.py)}
 
 and the host's faults (in ``host.json``)::
@@ -97,6 +98,7 @@ POWER_EFFECTS = {
     'migrate_in': (_ANY, None),               # started if asked
     'write_disk': (_ANY, None),               # a guest writes its disk
     'set_password': ({power.RUNNING}, None),  # needs the guest agent
+    'set_security_groups': (_ANY, None),      # links up or down, any power
 }
 OPERATIONS = tuple(POWER_EFFECTS)
 
@@ -556,6 +558,20 @@ class FakeDriver(driver.ComputeDriver):
 
     def set_password(self, uuid, *, password):
         self._run('set_password', uuid)
+
+    def set_security_groups(self, uuid, *, ports):
+        """The domain's ports (their MACs unchanged) in the groups the
+        task's carry: each card's ``link`` is what a libvirt domain's
+        ``<link state>`` would say (common/secgroups.py)."""
+        ports = net_ports.checked(ports)
+
+        def change(rec):
+            mine = {port['mac'] for port in rec.get('ports') or ()}
+            if mine != {port['mac'] for port in ports}:
+                raise VirtError('domain %s has cards %s, not those of the '
+                                'task' % (uuid, sorted(mine)))
+            rec['ports'] = ports
+        self._run('set_security_groups', uuid, change)
 
     # --- consoles -----------------------------------------------------------------
 

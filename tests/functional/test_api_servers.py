@@ -65,9 +65,11 @@ def test_create_show_list_delete(api):
     assert resp.status_code == 202
     created = resp.get_json()['server']
     assert resp.headers['Location'].endswith('/v2.1/servers/%s' % created['id'])
-    # Nova's create answer: the id, links, disk config and the password it
-    # made up ([api] enable_instance_password, on by default), nothing else
-    assert set(created) == {'id', 'links', 'OS-DCF:diskConfig', 'adminPass'}
+    # Nova's create answer: the id, links, disk config, the security groups
+    # and the password it made up ([api] enable_instance_password, on by
+    # default), nothing else
+    assert set(created) == {'id', 'links', 'OS-DCF:diskConfig', 'adminPass',
+                            'security_groups'}
     assert resp.headers['Tristate-Task-Id']
     server = api.settled(created['id'])
     assert server['status'] == 'ACTIVE'

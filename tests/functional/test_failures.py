@@ -192,7 +192,8 @@ REACHED_BY = {
 }
 # Valid parameters, so that only the table can say no.
 PARAMS = {'resize': {'flavor': 'medium'}, 'snapshot': {'image_name': 'i'},
-          'backup': {'image_name': 'i'}, 'set_password': {'password': 'p'}}
+          'backup': {'image_name': 'i'}, 'set_password': {'password': 'p'},
+          'set_security_groups': {'security_groups': []}}
 USER_ACTIONS = sorted(name for name, spec in actions.TABLE.actions.items()
                       if spec.kind == actions.KIND_TASK and not spec.system)
 

@@ -212,7 +212,9 @@ def test_build_and_rebuild_tasks_carry_the_ports(api, net, monkeypatch):
         'libvirt_network': None, 'mtu': 1450, 'cidr': '10.20.0.0/24',
         'gateway': '10.20.0.1', 'dns': ['192.0.2.53'],
         'ipv6_cidr': 'fd00:20::/64', 'ipv6_gateway': 'fd00:20::1'}
-    assert set(port) == {'id', 'mac', 'network', 'fixed_ips'}
+    assert set(port) == {'id', 'mac', 'network', 'fixed_ips',
+                         'security_groups'}
+    assert port['security_groups'] == ['default']
 
 
 def test_pending_build_rebuilt_gets_the_freed_address(admin, api,

@@ -4,7 +4,9 @@ get the addresses the API shows from their own host's dnsmasq, answer
 HTTP on them from a network namespace that holds the gateway address,
 and reach each other; once one is deleted its address stops answering,
 its host's DHCP entry is gone and the address is free (the next server
-that asks for it gets it).
+that asks for it gets it). Before that, one guest is taken out of its
+security group (issue 22): it stops answering, the other does not; back
+in ``default``, it answers again.
 
 The hosts are those of :mod:`tests.functional.qemu_plane`: two agents,
 each on a private libvirtd of its own (session mode, as user
@@ -202,6 +204,7 @@ def test_two_hosts_guests_answer_reach_each_other_and_delete_frees():
         # The bridge holds no address in the host's namespace.
         shown = _ip('-o', 'addr', 'show', 'dev', bridge).stdout
         assert ' inet' not in shown, shown
+        _security_groups(qemu, ns, a, address_a, address_b)
 
         # Delete B: its address stops answering, hostb's dnsmasq is gone
         # with its last entry, and the address is free.
@@ -221,6 +224,24 @@ def test_two_hosts_guests_answer_reach_each_other_and_delete_frees():
                           networks=_on(net['id'], address_b))
         assert again['addresses']['guests'][0]['addr'] == address_b
         qemu.delete_server(again['id'])
+
+
+def _security_groups(qemu, ns, server, address, other):
+    """Issue 22: out of every security group, the guest's link is down
+    (all traffic dropped: common/secgroups.py) and nothing reaches it,
+    while the other guest still answers; back in ``default``, it answers
+    again."""
+    path = '/servers/%s/action' % server['id']
+    qemu.compute('POST', path, {'removeSecurityGroup': {'name': 'default'}},
+                 expect=(202,))
+    assert 'security_groups' not in qemu.server(server['id'])
+    assert _get(ns, 'http://%s/' % address) is None
+    assert other in _get(ns, 'http://%s/' % other)
+    qemu.compute('POST', path, {'addSecurityGroup': {'name': 'default'}},
+                 expect=(202,))
+    assert address in _answers(ns, address,
+                               lambda: _output(qemu, server['id']),
+                               timeout=30)
 
 
 def _require_plane():

@@ -178,3 +178,29 @@ def test_a_client_capped_below_1_20_never_sends_a_hostname_or_disk_config(
     after = uncapped.update_attributes(ctx, inst['uuid'], {
         'hostname': 'web-01', 'auto_disk_config': True})
     assert (after['hostname'], after['auto_disk_config']) == ('web-01', True)
+
+
+def test_security_groups_need_conductor_1_22_and_agent_1_13(
+        conf, make_plane, ctx):
+    """Nova's add/removeSecurityGroup (the ``set_security_groups`` task): a
+    client capped below conductor RPC 1.22 refuses it (503 naming the
+    version); a conductor whose agents are capped below 1.13 refuses it
+    before the claim, the ports left in their group."""
+    set_opts(conf, 'upgrade_levels', conductor='1.21', compute='1.12')
+    plane = make_plane(hosts=1)
+    plane.statedb.create_network(
+        {'name': 'n', 'cidr': '10.9.0.0/24', 'bridge': 'br-n'},
+        network_id='8d3c1f8e-6b1a-4f0e-9d7a-0a1b2c3d4e5f')
+    capped = conductor_rpcapi.ConductorAPI(plane.bus, conf)
+    inst = capped.create_instance(ctx, name='vm', flavor='tiny',
+                                  image_ref='cirros')
+    uuid = wait_idle(plane, inst['uuid'])['uuid']
+    remove = {'security_groups': []}
+    with pytest.raises(exception.ServiceUnavailable, match='1.22'):
+        capped.run_action(ctx, uuid, 'set_security_groups', remove)
+    set_opts(conf, 'upgrade_levels', conductor=None)
+    uncapped = conductor_rpcapi.ConductorAPI(plane.bus, conf)
+    with pytest.raises(exception.ServiceUnavailable, match='1.13'):
+        uncapped.run_action(ctx, uuid, 'set_security_groups', remove)
+    assert plane.statedb.get_instance(uuid)['task_id'] is None
+    assert plane.statedb.security_groups_of([uuid]) == {uuid: ['default']}

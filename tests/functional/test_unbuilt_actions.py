@@ -1,5 +1,5 @@
 """Nova's server actions Tristate does not carry out yet (crash dumps,
-security groups, ...), through novaclient:
+network info injection, ...), through novaclient:
 a server that does not exist is Nova's 404; one that does gets a 400 that
 says the action is not supported yet, and nothing changes. An action key
 Nova does not have either is Nova's 400 "There is no such action"."""
@@ -41,9 +41,9 @@ def test_unbuilt_actions_change_nothing(admin, server):
     # own to carry the disk: a 400 that says so, nothing started
     with pytest.raises(nova_exc.BadRequest, match=r'\[image\] service_url'):
         admin.servers.migrate(server)
-    with pytest.raises(nova_exc.BadRequest, match='security groups'):
+    with pytest.raises(nova_exc.BadRequest, match='not supported yet'):
         admin.client.post('/servers/%s/action' % server.id,
-                          json={'addSecurityGroup': {'name': 'default'}})
+                          json={'injectNetworkInfo': None})
     shown = admin.servers.get(server.id)
     assert shown.status == 'ACTIVE'
     assert [a.action for a in admin.instance_action.list(server)] == [

@@ -33,6 +33,7 @@ from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 from xml.sax.saxutils import quoteattr
 
+from common import secgroups
 from common.flavors import Flavor
 
 NAMESPACE = 'urn:tristate:instance:1'
@@ -276,6 +277,9 @@ def _interface(port, model, with_mtu):
         lines.append("      <model type='%s'/>" % model)
     if with_mtu and network.get('mtu'):
         lines.append("      <mtu size='%d'/>" % int(network['mtu']))
+    if secgroups.link_state(port) == secgroups.LINK_DOWN:
+        # in no security group: all traffic dropped (common/secgroups.py)
+        lines.append("      <link state='down'/>")
     lines.append('    </interface>')
     return '\n'.join(lines)
 
@@ -317,6 +321,38 @@ def interfaces_of(xml):
                       None if model is None else model.get('type'),
                       None if mtu is None else int(mtu.get('size'))))
     return found
+
+
+def link_states_of(xml):
+    """{mac: 'up' | 'down'} of the definition's ``<interface>`` elements
+    (no ``<link>``: up)."""
+    root = ElementTree.fromstring(xml)
+    found = {}
+    for nic in root.findall('devices/interface'):
+        link = nic.find('link')
+        found[nic.find('mac').get('address').lower()] = (
+            secgroups.LINK_UP if link is None else link.get('state'))
+    return found
+
+
+def with_link_state(nic_xml, state):
+    """One ``<interface>`` element (as the domain's XML has it) with its
+    ``<link state>`` set to ``state``: what ``updateDeviceFlags`` takes,
+    as ``virsh domif-setlink`` does."""
+    nic = ElementTree.fromstring(nic_xml)
+    link = nic.find('link')
+    if link is None:
+        link = ElementTree.SubElement(nic, 'link')
+    link.set('state', state)
+    return ElementTree.tostring(nic, encoding='unicode')
+
+
+def interface_elements(xml):
+    """{mac: the ``<interface>`` element's XML} of a definition."""
+    root = ElementTree.fromstring(xml)
+    return {nic.find('mac').get('address').lower():
+            ElementTree.tostring(nic, encoding='unicode')
+            for nic in root.findall('devices/interface')}
 
 
 def lifecycle_actions(xml):

@@ -46,6 +46,7 @@ from compute_agent.virt.libvirt import detours
 from compute_agent.virt.libvirt import diagnostics
 from compute_agent.virt.libvirt import disks
 from compute_agent.virt.libvirt import events
+from compute_agent.virt.libvirt import links
 from compute_agent.virt.libvirt import migration
 from compute_agent.virt.libvirt import power as power_map
 from compute_agent.virt.libvirt import preserve
@@ -105,7 +106,7 @@ def _all_states(conn):
 
 class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
                     migration.MigrationOps, coldmove.ColdMoveOps,
-                    driver.ComputeDriver):
+                    links.LinkOps, driver.ComputeDriver):
     """One libvirt host. Thread-safe: tasks, the reporter and the event
     thread use it at once."""
 

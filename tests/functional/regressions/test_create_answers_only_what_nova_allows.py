@@ -8,9 +8,10 @@ the whole server body (status, flavor, ``tristate:*`` keys, ...), so
 Tempest 47's ``tempest.api.compute`` failed about 184 tests on their first
 server create. Found by running Tempest against the embedded plane (issue
 22). Fixed: the create answers ``id``, ``links`` and ``OS-DCF:diskConfig``
-(and ``adminPass`` since issue 24 delivers one through the config drive;
-no ``security_groups``: there are no security groups) at every
-microversion; the task it started is
+(and ``adminPass`` since issue 24 delivers one through the config drive,
+and ``security_groups`` since issue 22 has the ``default`` group: the
+request's, else ``default``, as Nova) at every microversion; the task it
+started is
 in the ``Tristate-Task-Id`` header, and clients read the rest with
 ``GET /servers/{id}``.
 """
@@ -34,6 +35,8 @@ def test_the_create_answers_id_links_and_disk_config(api, version):
         version=version)
     assert resp.status_code == 202
     created = resp.get_json()['server']
-    assert set(created) == {'id', 'links', 'OS-DCF:diskConfig', 'adminPass'}
+    assert set(created) == {'id', 'links', 'OS-DCF:diskConfig', 'adminPass',
+                            'security_groups'}
+    assert created['security_groups'] == [{'name': 'default'}]
     assert resp.headers['Location'] == created['links'][0]['href']
     assert api.settled(created['id'])['status'] == 'ACTIVE'

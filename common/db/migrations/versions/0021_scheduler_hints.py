@@ -9,7 +9,7 @@
 Existing instances get none.
 
 Revision ID: 0021
-Revises: 0019
+Revises: 0020
 Create Date: 2026-11-27
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 JSON = sa.JSON().with_variant(postgresql.JSONB(), 'postgresql')
 
 revision = '0021'
-down_revision = '0019'
+down_revision = '0020'
 branch_labels = None
 depends_on = None
 
