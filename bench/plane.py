@@ -25,6 +25,7 @@ from bench import imagedata
 from common import conf as tconf
 from common import context
 from common import rpc
+from common import service
 from common.states import vm
 from conductor import embedded
 
@@ -108,9 +109,12 @@ class Plane:
             from api import service as api_service
             self.api = api_service.serve_embedded(self.conf, self.embedded,
                                                   port=0)
+        # as tristate-all does once it has started (common.service)
+        service.freeze_startup_objects()
         return self
 
     def __exit__(self, *exc):
+        service.thaw()
         try:
             if self.api is not None:
                 self.api.stop()

@@ -157,11 +157,18 @@ class TimedDriver:
     def __init__(self, driver, host):
         self._driver = driver
         self._host = host
+        # name -> (the driver's callable, its timed wrapper): a task asks
+        # for a method several times; the wrapper is made again only when
+        # the driver's attribute changed
+        self._timed = {}
 
     def __getattr__(self, name):
         value = getattr(self._driver, name)
         if name.startswith('_') or not callable(value):
             return value
+        found = self._timed.get(name)
+        if found is not None and found[0] == value:
+            return found[1]
         histogram = DRIVER_CALL_DURATION.labels(self._host, name)
 
         @functools.wraps(value)     # its signature shows through
@@ -171,6 +178,7 @@ class TimedDriver:
                 return value(*args, **kwargs)
             finally:
                 histogram.observe(time.monotonic() - started)
+        self._timed[name] = (value, timed)
         return timed
 
 

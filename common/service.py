@@ -6,6 +6,7 @@ The signal handlers are installed by :func:`prepare`, before anything that
 may wait on the broker or the database starts, so a daemon that cannot
 reach them still stops on SIGTERM (a second signal exits at once)."""
 
+import gc
 import logging
 import os
 import re
@@ -149,9 +150,31 @@ def exit_after(seconds, what):
     threading.Thread(target=watch, daemon=True, name='stop-watchdog').start()
 
 
+def freeze_startup_objects():
+    """Keep what the daemon made while it started (its modules, tables,
+    compiled statements, configuration: some 200,000 objects) out of the
+    cyclic garbage collector's full collections for good, as they live as
+    long as the process: otherwise each full collection, every few
+    hundred builds under load, walks them all (100-200 ms of CPU on a
+    small machine, about 1 ms a build). Garbage is collected first, so
+    only live objects are frozen; objects made later are collected as
+    usual. :func:`thaw` undoes it (a process that starts and stops
+    several planes, as the benchmarks do)."""
+    gc.collect()
+    gc.freeze()
+
+
+def thaw():
+    """Give the objects :func:`freeze_startup_objects` froze back to the
+    collector (a plane that stops leaves them to be collected)."""
+    gc.unfreeze()
+
+
 def wait_for_signal(conf=None, binary=None):
     """Block until SIGTERM or SIGINT; then, for a daemon (``binary`` given),
-    start the :func:`exit_after` watchdog of its grace period."""
+    start the :func:`exit_after` watchdog of its grace period. What the
+    daemon made until then is frozen (:func:`freeze_startup_objects`)."""
+    freeze_startup_objects()
     while not SIGNALS.wait(1.0):
         pass
     if binary is not None:

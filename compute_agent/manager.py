@@ -96,6 +96,16 @@ class AgentManager:
             conf.compute.max_concurrent_tasks)
         self._running = {}          # task_id -> thread
         self._ended = collections.OrderedDict()     # task_id -> None
+        self._timed = (None, None)  # (driver, its metrics.TimedDriver)
+
+    def timed_driver(self):
+        """The driver with its calls timed (the tasks'), one for as long as
+        ``self.driver`` is the same: it keeps its methods' wrappers."""
+        driver, timed = self._timed
+        if driver is not self.driver:
+            timed = metrics.TimedDriver(self.driver, self.host)
+            self._timed = (self.driver, timed)
+        return timed
 
     # --- RPC endpoints ---------------------------------------------------------
 
@@ -403,7 +413,7 @@ class _TaskView:
     image_client() and progress()."""
 
     def __init__(self, manager, ctx):
-        self.driver = metrics.TimedDriver(manager.driver, manager.host)
+        self.driver = manager.timed_driver()
         self.host = manager.host
         self.conf = manager.conf
         self.image_cache = manager.image_cache

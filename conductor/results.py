@@ -184,6 +184,14 @@ def settle_on_failure(action, vm_state=None, *, rolled_back=True,
     return []
 
 
+def _other_host(allocations, host):
+    """The host other than ``host`` holding one of ``allocations`` (the
+    instance's own or a resize's), or None."""
+    hosts = {a['host'] for a in allocations
+             if a['purpose'] in ('instance', 'resize')}
+    return next(iter(sorted(hosts - {host})), None)
+
+
 class Results:
     def __init__(self, *, gateway, conf, reconciler):
         self.gateway = gateway
@@ -203,10 +211,16 @@ class Results:
         everything else the conductor derives itself, from the row the
         finish reads in its transaction."""
         hints = values or {}
-        other = self._other_copy(instance_uuid)
+        other = None
 
         def derive(conn, inst):
+            nonlocal other
             action = inst['task_action']
+            # read in the finish's own transaction, before it settles the
+            # allocations, and only when the end of a move needs it
+            other = (_other_host(self.db.allocation_rows_in(conn, instance_uuid),
+                                 inst['host'])
+                     if action in _ENDS_MOVE else None)
             return (self._values_on_success(conn, inst, action, hints),
                     _ON_SUCCESS.get(action, []))
         before, after = self.gateway.finish(ctx, instance_uuid, host=host,
@@ -234,10 +248,8 @@ class Results:
         inst = self.db.get_instance(instance_uuid)
         if inst['task_action'] not in _ENDS_MOVE + ('resize', 'migrate'):
             return None
-        hosts = {a['host'] for a in self.db.list_allocations(
-            instance_uuid=instance_uuid) if a['purpose'] in ('instance',
-                                                             'resize')}
-        return next(iter(sorted(hosts - {inst['host']})), None)
+        return _other_host(self.db.list_allocations(
+            instance_uuid=instance_uuid), inst['host'])
 
     def _migration_dest(self, instance_uuid):
         """The host a live migration of the instance was going to."""

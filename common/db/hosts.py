@@ -532,6 +532,11 @@ class HostsMixin:
         return {row['purpose']: row for row in
                 _ALLOCATIONS.run(conn, uuid=instance_uuid).rows}
 
+    @staticmethod
+    def allocation_rows_in(conn, instance_uuid):
+        """Every allocation of the instance, in ``conn``'s transaction."""
+        return _ALLOCATIONS.run(conn, uuid=instance_uuid).rows
+
     def list_allocations(self, *, instance_uuid=None, host=None):
         query = sa.select(A).order_by(A.c.id)
         if instance_uuid is not None:

@@ -36,6 +36,7 @@ import sqlalchemy as sa
 
 from common import exception
 from common.db import models
+from common.db import prepared
 from common.db import quota_classes
 
 G = models.ServerGroup.__table__
@@ -48,6 +49,11 @@ SOFT_AFFINITY = 'soft-affinity'
 SOFT_ANTI_AFFINITY = 'soft-anti-affinity'
 POLICIES = (AFFINITY, ANTI_AFFINITY, SOFT_AFFINITY, SOFT_ANTI_AFFINITY)
 HARD = (AFFINITY, ANTI_AFFINITY)
+
+# Every build's placement asks it (most instances are in no group): built
+# and compiled once (common.db.prepared), not per build.
+_GROUP_OF = prepared.Prepared(sa.select(M.c.group_id).where(
+    M.c.instance_uuid == prepared.bind('uuid')))
 
 
 GroupNotFound = exception.ServerGroupNotFound
@@ -126,8 +132,7 @@ def placement(conn, instance_uuid, *, lock=True):
     docstring; ``lock=False``: read only, to explain a failure), with
     ``hosts``: {host: members other than this instance holding an
     allocation there}; None when it is in no group."""
-    gid = conn.execute(sa.select(M.c.group_id).where(
-        M.c.instance_uuid == instance_uuid)).scalar()
+    gid = _GROUP_OF.run(conn, uuid=instance_uuid).scalar()
     if gid is None:
         return None
     query = sa.select(G).where(G.c.id == gid)

@@ -27,6 +27,7 @@ import uuid as uuidlib
 import pytest
 import requests
 
+from common import metrics
 from common.images import client as glance_client
 from compute_agent import imagecache
 from compute_agent import manager as agent_manager
@@ -161,6 +162,7 @@ def _task_view(conf, driver):
         image_cache=imagecache.ImageCache(conf),
         image_session=lambda: None,
         conductor=types.SimpleNamespace(task_progress=lambda *a, **k: None))
+    agent.timed_driver = lambda: metrics.TimedDriver(driver, agent.host)
     return agent_manager._TaskView(agent, None)
 
 

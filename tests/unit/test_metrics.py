@@ -156,6 +156,19 @@ def test_timed_driver_times_calls_and_passes_the_rest_through():
     assert (calls('spawn'), calls('power_off')) == (spawns + 1, offs + 1)
 
 
+def test_timed_driver_calls_a_method_replaced_after_a_first_call():
+    """The timed wrapper is kept per method (a build asks for it several
+    times), but one the driver's attribute no longer is never answers."""
+    driver = _Driver()
+    timed = metrics.TimedDriver(driver, 'unit-host')
+    assert timed.spawn('u1') == 'spawned u1'
+    assert timed.spawn is timed.spawn
+    driver.spawn = lambda uuid: 'replaced %s' % uuid
+    assert timed.spawn('u2') == 'replaced u2'
+    del driver.spawn
+    assert timed.spawn('u3') == 'spawned u3'
+
+
 # --- state at scrape time ------------------------------------------------------
 
 def test_state_collector_counts_instances_and_agents(statedb, instances,
