@@ -158,10 +158,15 @@ _UNSHELVE_277 = {'type': ['object', 'null'],
                  'properties': {'availability_zone': schemas.NAME},
                  'required': ['availability_zone'],
                  'additionalProperties': False}
+# Nova's 2.91 zone and host are any strings; here one line of at most 255
+# characters, as every zone and host name is (else a 400 naming the field,
+# not the conductor's "not available" or "not found" echoing the text).
 _UNSHELVE_291 = {'type': ['object', 'null'],
-                 'properties': {'availability_zone': {'type': ['string',
-                                                               'null']},
-                                'host': {'type': 'string'}},
+                 'properties': {'availability_zone': {
+                     'type': ['string', 'null'], 'maxLength': 255,
+                     'format': schemas.PRINTABLE},
+                     'host': {'type': 'string', 'maxLength': 255,
+                              'format': schemas.PRINTABLE}},
                  'additionalProperties': False}
 
 

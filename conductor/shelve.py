@@ -11,7 +11,9 @@
   It still counts against the project's instances, cores and RAM quota, as
   in Nova. ``[compute] shelved_offload_time`` starts it on its own: 0 at
   once after the shelve, N > 0 by the conductor's periodic sweep once the
-  instance was shelved N seconds ago, -1 never.
+  instance was shelved N seconds ago, -1 never. An offload is refused
+  (409) when the instance's snapshot is gone (its owner may delete it):
+  it would destroy the only copy of the disk.
 * ``unshelve`` (SHELVED or SHELVED_OFFLOADED -> ACTIVE): a shelved guest is
   powered on where it is (built from the snapshot if its domain is gone);
   an offloaded one is scheduled (to the admin's ``host`` from 2.91, in the
@@ -73,9 +75,23 @@ class Shelving:
         prepared = dict(params)
         if action == 'shelve':
             prepared['image_name'] = snapshot_name(inst)
+        elif action == 'shelve_offload':
+            self._check_snapshot(inst)
         elif action == 'unshelve':
             self._check_unshelve(ctx, inst, prepared)
         return prepared
+
+    def _check_snapshot(self, inst):
+        """An offload destroys the disk: refused (409) unless the
+        instance's snapshot, the copy it is unshelved from, is still
+        there (its owner may have deleted it)."""
+        image_id = inst.get('shelved_image_id')
+        if not image_id or self._own_snapshot(inst, image_id) is None:
+            raise exception.Conflict(
+                'Cannot offload instance %s: its shelve snapshot %s is gone, '
+                'and the offload would destroy the only copy of its disk. '
+                'Unshelve it (it is powered on where it is) or delete it.'
+                % (inst['uuid'], image_id or '(none)'))
 
     def _check_unshelve(self, ctx, inst, params):
         """Nova's checks of an unshelve's zone and host."""
@@ -216,7 +232,7 @@ class Shelving:
         ctx = context.get_admin_context()
         try:
             self.flows.run_action(ctx, instance_uuid, 'shelve_offload', {})
-        except (exception.ActionNotAllowed, exception.InstanceNotFound,
+        except (exception.Conflict, exception.InstanceNotFound,
                 exception.ServiceUnavailable) as err:
             LOG.info('Instance %s not offloaded now: %s', instance_uuid, err)
             return False

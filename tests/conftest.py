@@ -264,10 +264,13 @@ class Instances:
 
     def _make_shelved_offloaded(self):
         # the offload's finish as the conductor makes it
-        # (conductor/results.py): every allocation freed, on no host
+        # (conductor/results.py): every allocation freed, on no host, the
+        # shelve's snapshot named
         uuid = self.in_state(vm.SHELVED)
         self.db.finish_task(self.start(uuid, 'shelve_offload'), uuid,
-                            values={'host': None}, settle=[{'free': {}}])
+                            values={'host': None,
+                                    'shelved_image_id': str(uuidlib.uuid4())},
+                            settle=[{'free': {}}])
         return uuid
 
     def _make_hard_deleted(self):

@@ -21,7 +21,8 @@ What is checked, and where the rule comes from:
   ``memory_mb x ram_ratio - used_memory_mb``.
 * server groups: a hard policy holds where its members hold allocations.
 * instances: a HARD_DELETED one holds no allocation, nor does an idle
-  SHELVED_OFFLOADED one, which is placed on no host; an idle one holds its
+  SHELVED_OFFLOADED one, which is placed on no host and names the snapshot
+  it is unshelved from; an idle one holds its
   own allocation on its own host only, a resize's only while RESIZED (or
   ERROR after a failed confirm or revert), a migration's never; every
   vm_state is one the action table can reach.
@@ -314,6 +315,10 @@ def _allocations_of(inst, held):
     if inst['task_id'] is not None:
         return          # a migration or a resize holds two places meanwhile
     if inst['vm_state'] == vm.SHELVED_OFFLOADED:
+        # its disk is its snapshot: without one, nothing to unshelve from
+        if not inst['shelved_image_id']:
+            yield _inst(inst, 'is shelved_offloaded with no snapshot to '
+                        'unshelve from (its disk is lost)')
         # seed 000: an offloaded instance holds no host resources
         if held or inst['host']:
             yield _inst(inst, 'is shelved_offloaded but %s' % (

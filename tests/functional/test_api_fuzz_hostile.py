@@ -17,9 +17,11 @@ The size (examples per test) suits CI; ``TRISTATE_FAULTS_FULL=1`` (set by
 
 import json
 import os
+import re
 import statistics
 import threading
 import time
+import unicodedata
 from urllib import parse as urlparse
 
 from hypothesis import HealthCheck
@@ -525,6 +527,110 @@ def test_a_control_character_in_a_path_is_refused(attacker, aims, ident,
     assert _seen(attacker, aims) == before
 
 
+# --- what session 14 added: hostname, disk config, unshelve, NUMA specs ----------
+# (method, path, microversion, a valid body, the field, admin's request).
+NEW_FIELDS = [
+    ('PUT', '/servers/{id}', '2.90', {'server': {'hostname': 'h1'}},
+     'server.hostname', False),
+    ('PUT', '/servers/{id}', '2.94', {'server': {'hostname': 'h1'}},
+     'server.hostname', False),
+    ('POST', '/servers', '2.90', {'server': {
+        'name': 'n', 'flavorRef': 'tiny', 'imageRef': IMAGE,
+        'hostname': 'h1'}}, 'server.hostname', False),
+    ('PUT', '/servers/{id}', '2.1', {'server': {'OS-DCF:diskConfig': 'AUTO'}},
+     'server.OS-DCF:diskConfig', False),
+    ('POST', '/servers/{id}/action', '2.1', {'rebuild': {
+        'imageRef': IMAGE, 'OS-DCF:diskConfig': 'AUTO'}},
+     'rebuild.OS-DCF:diskConfig', False),
+    ('POST', '/servers/{id}/action', '2.1', {'resize': {
+        'flavorRef': 'small', 'OS-DCF:diskConfig': 'AUTO'}},
+     'resize.OS-DCF:diskConfig', False),
+    ('POST', '/servers/{id}/action', '2.77', {'unshelve': {
+        'availability_zone': 'nova'}}, 'unshelve.availability_zone', False),
+    ('POST', '/servers/{id}/action', '2.91', {'unshelve': {
+        'availability_zone': 'nova'}}, 'unshelve.availability_zone', False),
+    ('POST', '/servers/{id}/action', '2.91', {'unshelve': {'host': 'h'}},
+     'unshelve.host', True),
+] + [('POST', '/flavors/{flavor}/os-extra_specs', '2.1',
+      {'extra_specs': {key: '1'}}, 'extra_specs.' + key, True)
+     for key in ('hw:numa_nodes', 'hw:numa_cpus.0', 'hw:numa_mem.0')]
+
+# Text none of those fields takes (each is ASCII, one line, at most 255
+# characters, of its own form; disk config AUTO or MANUAL in capitals).
+new_field_bad = st.one_of(
+    st.sampled_from([None, True, 7, -1, 1.5, [], ['AUTO'], {}, {'a': 1}]),
+    st.sampled_from(['auto', 'Auto', 'manual', ' AUTO', 'AUTO\n', '',
+                     'x' * 256, 'h' * 100000, 'a' * 3000 + '!',
+                     '\u00e9t\u00e9', '\u0663', '\u2028', '\x1b[2K',
+                     '0-', '-1', '3-1', '0,,1', '^', '0x10', '1e3', '0',
+                     '129', '100000', '9' * 255, '0-4294967295x',
+                     '0' + ',1-2' * 30 + 'x']))
+
+
+_FQDN = re.compile(r'[a-zA-Z0-9._-]{1,255}')
+
+
+def _one_line(value):
+    return isinstance(value, str) and len(value) <= 255 and not any(
+        unicodedata.category(c) in ('Cc', 'Zl', 'Zp') for c in value)
+
+
+def _taken(field, version, value):
+    """Whether the field may take ``value`` (then it is not sent): drawn
+    values are meant to be refused, and a few are not for every field."""
+    if field.endswith('hostname'):
+        return isinstance(value, str) and bool(_FQDN.fullmatch(value))
+    if field.startswith('unshelve.'):
+        return _one_line(value) or (value is None and version == '2.91'
+                                    and field.endswith('zone'))
+    if field.endswith('numa_cpus.0'):
+        return value in (7, '0', '3-1', '129', '100000', '9' * 255)
+    if field.endswith('numa_nodes'):
+        return value == 7
+    if field.endswith('numa_mem.0'):
+        return value in (7, '129', '100000')
+    return False
+
+
+@pytest.fixture(scope='module')
+def numa_flavor(attacker):
+    admin = attacker.as_(api_support.ADMIN_TOKEN)
+    resp = admin.post('/flavors', json={'flavor': {
+        'name': 'fuzz-numa', 'id': 'fuzz-numa', 'ram': 512, 'vcpus': 2,
+        'disk': 1}})
+    assert resp.status_code == 200, resp.get_json()
+    return 'fuzz-numa'
+
+
+@FUZZ
+@given(data=st.data())
+def test_session_14_fields_refuse_what_they_do_not_take(attacker, aims,
+                                                        numa_flavor, data):
+    """Hostname (2.90/2.94), disk config, unshelve's zone and host and the
+    NUMA extra specs: wrong types, wrong case, too long, non-ASCII, line
+    breaks, malformed or huge numbers and ranges (and values that make
+    Python's ``re`` backtrack) are a 400 naming the field, at once, and
+    change nothing."""
+    method, path, version, body, field, admin = data.draw(
+        st.sampled_from(NEW_FIELDS))
+    value = data.draw(new_field_bad)
+    if _taken(field, version, value):
+        return
+    sender = attacker.as_(api_support.ADMIN_TOKEN) if admin else attacker
+    specs = '/flavors/%s/os-extra_specs' % numa_flavor
+    before = (_seen(attacker, aims), sender.get(specs).get_json())
+    dotted = field.split('.', 1)
+    text = _dumps(_set(body, dotted[0], lambda inner: dict(
+        inner, **{dotted[1]: value})))
+    started = time.monotonic()
+    response = attacker.as_(sender.token).request(
+        method, _url(path, dict(aims, flavor=numa_flavor)), data=text,
+        headers={'Content-Type': 'application/json'}, version=version)
+    took = time.monotonic() - started
+    _refused(response, field)
+    assert (_seen(attacker, aims), sender.get(specs).get_json()) == before
+    assert took < 2.0, (field, took)
+
 # --- and meanwhile, other users are served ------------------------------------
 
 HOSTILE_BODIES = [
@@ -540,6 +646,11 @@ HOSTILE_BODIES = [
     ('POST', '/servers', _dumps({'server': {'name': '\ud800',
                                             'flavorRef': 'tiny',
                                             'imageRef': IMAGE}})),
+    # Python's re backtracked on these for seconds to hours (session 15)
+    ('PUT', '/servers/{id}', _dumps({'server': {
+        'hostname': 'a' * 5000 + '!'}}), '2.90'),
+    ('POST', '/flavors/tiny/os-extra_specs', _dumps({'extra_specs': {
+        'hw:numa_cpus.0': '0' + ',1-2' * 40 + 'x'}})),
 ]
 
 
@@ -557,12 +668,15 @@ def test_other_users_are_answered_promptly_meanwhile(app, attacker, aims):
     def attack():
         with requests.Session() as http:
             while not stop.is_set():
-                for method, path, text in HOSTILE_BODIES:
+                for method, path, text, *version in HOSTILE_BODIES:
                     answers.append(http.request(
                         method, server.url + '/v2.1' + _url(path, aims),
                         data=text.encode('utf-8', 'surrogatepass'),
-                        headers={'X-Auth-Token': api_support.ADMIN_TOKEN,
-                                 'Content-Type': 'application/json'},
+                        headers=dict({
+                            'X-Auth-Token': api_support.ADMIN_TOKEN,
+                            'Content-Type': 'application/json'}, **dict(
+                            ('OpenStack-API-Version', 'compute %s' % v)
+                            for v in version)),
                         timeout=30).status_code)
     attackers = [threading.Thread(target=attack) for _ in range(2)]
     for thread in attackers:

@@ -190,13 +190,26 @@ def test_an_offloaded_instance_holding_resources_or_a_host(statedb, clock,
                                                            instances):
     # seed 000: a shelved-offloaded VM holds no host resources
     holding = instances.in_state(vm.SHELVED)
-    _update(statedb, I, I.c.uuid == holding, vm_state=vm.SHELVED_OFFLOADED)
+    _update(statedb, I, I.c.uuid == holding, vm_state=vm.SHELVED_OFFLOADED,
+            shelved_image_id='6f2b8a2e-2f0e-4c52-9c5c-000000000001')
     _only(_violations(statedb, clock), holding, 'shelved_offloaded but holds',
           'instance allocation')
     statedb.db.transaction(lambda conn: statedb._free_allocations(conn,
                                                                   holding))
     _only(_violations(statedb, clock), holding,
           'shelved_offloaded but is placed on host %s' % instances.host)
+
+
+def test_an_offloaded_instance_with_no_snapshot(statedb, clock, instances):
+    # offloaded, its disk destroyed: the snapshot is all that is left
+    uuid = instances.in_state(vm.SHELVED)
+    statedb.db.transaction(lambda conn: statedb._free_allocations(conn, uuid))
+    _update(statedb, I, I.c.uuid == uuid, vm_state=vm.SHELVED_OFFLOADED,
+            host=None)
+    _only(_violations(statedb, clock), uuid, 'no snapshot to unshelve from')
+    _update(statedb, I, I.c.uuid == uuid,
+            shelved_image_id='6f2b8a2e-2f0e-4c52-9c5c-000000000001')
+    assert _violations(statedb, clock) == []
 
 
 def test_an_idle_instance_holding_another_hosts_resources(statedb, clock,
