@@ -248,7 +248,9 @@ def topology(server_id):
                                {'project_id': inst['project_id']})
     nodes = []
     for cell in inst.get('numa_cells') or ():
-        node = {'vcpu_set': sorted(numa.parse_cpus(cell['cpus'])),
+        # A stored cell's CPUs are within the flavor's vCPUs: a short list.
+        node = {'vcpu_set': [cpu for low, high in numa.parse_cpus(cell['cpus'])
+                             for cpu in range(low, high + 1)],
                 'memory_mb': cell['memory_mb'], 'siblings': []}
         if host_info:
             node['cpu_pinning'] = {}
