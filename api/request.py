@@ -3,6 +3,7 @@ the microversion, the body, links, and the conductor client and policy of
 the application (:class:`Services`, kept in ``app.extensions``)."""
 
 import dataclasses
+import time
 
 import flask
 
@@ -14,6 +15,7 @@ from api import schemas
 from api import views
 from common import exception
 from common import flavors as flavors_mod
+from common import states
 from common.states import vm
 
 EXTENSION = 'tristate'
@@ -233,3 +235,26 @@ def _sees_where(project_id):
 
 def no_content(status=204):
     return flask.Response(status=status)
+
+
+# Seconds between two reads of a task the API waits for.
+TASK_POLL = 0.05
+
+
+def failed_task_reason(client, task_id):
+    """Wait, at most ``[api] rpc_timeout`` seconds, for the task
+    ``task_id`` to end (for an action Nova answers only once it is
+    done): its failure's reason, or None when it succeeded, still runs
+    at the deadline, or the API has no database to read it from."""
+    statedb = getattr(client, 'statedb', None)
+    if statedb is None:
+        return None
+    deadline = time.monotonic() + services().conf.api.rpc_timeout
+    while time.monotonic() < deadline:
+        entry = statedb.get_action(task_id)
+        if entry is not None and entry['result'] != states.RESULT_RUNNING:
+            if entry['result'] == states.RESULT_SUCCESS:
+                return None
+            return entry['message'] or entry['result']
+        time.sleep(TASK_POLL)
+    return None

@@ -16,7 +16,6 @@ this, waiting for the task's end up to ``[api] rpc_timeout`` seconds (then
 is a 409 with its reason, the groups as they were.
 """
 
-import time
 import uuid as uuidlib
 
 import flask
@@ -25,14 +24,11 @@ from api import microversion
 from api import request
 from common import exception
 from common import secgroups
-from common import states
 
 bp = flask.Blueprint('security_groups', __name__, url_prefix='/v2.1')
 
 ACTION = 'set_security_groups'
 PROXY_REMOVED = microversion.APIVersion(2, 36)
-# Seconds between two reads of the task's end.
-POLL = 0.05
 # The namespace of the ids Tristate gives each project's default group and
 # its rules (stable: derived from the project).
 _IDS = uuidlib.UUID('5e1f9b0c-6d2a-4c3e-9a8b-7f6e5d4c3b2a')
@@ -78,21 +74,11 @@ def action(inst, key, body):
 def _wait(client, uuid, task_id):
     """Until the task ``task_id`` ended (a 409 if it failed), at most
     ``[api] rpc_timeout`` seconds."""
-    statedb = getattr(client, 'statedb', None)
-    if statedb is None:
-        return
-    deadline = time.monotonic() + request.services().conf.api.rpc_timeout
-    while time.monotonic() < deadline:
-        entry = statedb.get_action(task_id)
-        if entry is not None and entry['result'] != states.RESULT_RUNNING:
-            break
-        time.sleep(POLL)
-    else:
-        return
-    if entry['result'] != states.RESULT_SUCCESS:
+    reason = request.failed_task_reason(client, task_id)
+    if reason is not None:
         raise exception.Conflict(
             'The security groups of server %s could not be changed: %s'
-            % (uuid, entry['message'] or entry['result']))
+            % (uuid, reason))
 
 
 # --- the groups --------------------------------------------------------------------

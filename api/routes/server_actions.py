@@ -1,7 +1,6 @@
 """``/servers/{id}/action`` and ``/servers/{id}/os-instance-actions``
 (metadata, tags and the password: :mod:`api.routes.server_attrs`)."""
 
-import time
 
 import flask
 
@@ -20,7 +19,6 @@ from api.routes import server_attrs
 from api.routes import servers
 from common import actions as table
 from common import exception
-from common import states
 from common.db import quotas
 
 bp = flask.Blueprint('server_actions', __name__,
@@ -174,30 +172,16 @@ def _lock(inst, params):
     return request.no_content(202)
 
 
-# Seconds between two reads of a changePassword's task.
-PASSWORD_POLL = 0.05
-
-
 def _password_set(client, server_id, task_id):
     """Nova answers changePassword once the guest took the password, and
     409 when it could not (a guest with no qemu-guest-agent); so does this,
     waiting for the set_password task up to ``[api] rpc_timeout`` seconds
     (then 202: it still runs, its result goes to the action log)."""
-    statedb = getattr(client, 'statedb', None)
-    if statedb is None:
-        return
-    deadline = time.monotonic() + request.services().conf.api.rpc_timeout
-    while time.monotonic() < deadline:
-        entry = statedb.get_action(task_id)
-        if entry is not None and entry['result'] != states.RESULT_RUNNING:
-            break
-        time.sleep(PASSWORD_POLL)
-    else:
-        return
-    if entry['result'] != states.RESULT_SUCCESS:
+    reason = request.failed_task_reason(client, task_id)
+    if reason is not None:
         raise exception.Conflict(
             'Failed to set admin password on %s because %s'
-            % (server_id, entry['message'] or entry['result']))
+            % (server_id, reason))
 
 
 def _rebuild_changes(inst, body):

@@ -6,6 +6,7 @@ only its own servers even on a plane shared by a whole module.
 """
 
 import contextlib
+import threading
 import uuid as uuidlib
 
 from api import service as api_service
@@ -184,3 +185,16 @@ def message(resp):
         return body['error_message']
     (fault,) = body.values()
     return fault['message']
+
+
+def answered_within(seconds, call):
+    """``call()``'s answer, or a test failure if it takes longer than
+    ``seconds`` (the call is left to run in a daemon thread): for input
+    that must be refused at once, not after a slow parse."""
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(call()),
+                              daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert answers, 'no answer within %s s' % seconds
+    return answers[0]

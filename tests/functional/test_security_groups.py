@@ -12,6 +12,7 @@ import uuid as uuidlib
 from novaclient import exceptions as nova_exc
 import pytest
 
+from compute_agent.virt import fake
 from tests.functional import api_support
 from tests.functional import client_support
 from tests.functional import fake_keystone
@@ -186,3 +187,19 @@ def test_an_offloaded_server_changes_its_ports_and_unshelves_cut_off(
     inst = plane.statedb.get_instance(server['id'])
     assert [p['security_groups'] for p in domain(
         plane, inst['host'], server['id'])['ports']] == [[]]
+
+
+def test_a_driver_failure_is_nova_409_and_keeps_the_group(shared_plane,
+                                                          nova):
+    server = _active(nova, nova.servers.create('sg-fail', IMAGE, 'tiny'))
+    host = shared_plane.statedb.get_instance(server.id)['host']
+    fake.HostStore(shared_plane.conf.state_dir, host).set_fault(
+        'set_security_groups', 'fail', count=1)
+    with pytest.raises(nova_exc.Conflict,
+                       match='security groups of server %s could not be '
+                             'changed' % server.id):
+        nova.servers.remove_security_group(server, 'default')
+    wait_for(lambda: nova.servers.get(server.id).status == 'ACTIVE',
+             what='server %s ACTIVE again' % server.id)
+    assert nova.servers.get(server.id).security_groups == DEFAULT
+    assert _links(shared_plane, server) == [['default']]

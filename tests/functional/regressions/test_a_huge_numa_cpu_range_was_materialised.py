@@ -12,7 +12,6 @@ ranges, never as sets of CPUs; the same 400 (Nova's message) comes at
 once, and an exclusion that brings the range back in bounds still works.
 """
 
-import threading
 import uuid as uuidlib
 
 import pytest
@@ -28,15 +27,6 @@ def admin(shared_plane):
                token=api_support.ADMIN_TOKEN)
 
 
-def _answered_within(seconds, call):
-    answers = []
-    thread = threading.Thread(target=lambda: answers.append(call()),
-                              daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert answers, 'no answer within %s s' % seconds
-    return answers[0]
-
 
 def _flavor(admin, vcpus, specs):
     flavor = 'numa-%s' % uuidlib.uuid4().hex[:8]
@@ -50,7 +40,7 @@ def _flavor(admin, vcpus, specs):
 
 
 def _create(admin, flavor):
-    return _answered_within(10, lambda: admin.post('/servers', {'server': {
+    return api_support.answered_within(10, lambda: admin.post('/servers', {'server': {
         'name': 'numa', 'flavorRef': flavor,
         'imageRef': api_support.IMAGE}}))
 

@@ -12,7 +12,6 @@ schema's ``pattern`` is matched by RE2 in linear time (api/schemas.py,
 through api/patterns.py); the answer is the same 400 naming the field.
 """
 
-import threading
 
 import pytest
 
@@ -27,17 +26,6 @@ def user(shared_plane):
                token=api_support.new_project())
 
 
-def _answered_within(seconds, call):
-    """``call()``'s answer, or a failure if it takes longer than
-    ``seconds`` (the call is left to run in a daemon thread)."""
-    answers = []
-    thread = threading.Thread(target=lambda: answers.append(call()),
-                              daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert answers, 'no answer within %s s' % seconds
-    return answers[0]
-
 
 @pytest.mark.parametrize('version', ['2.90', '2.94'])
 def test_a_long_bad_hostname_is_refused_at_once(user, version):
@@ -46,7 +34,7 @@ def test_a_long_bad_hostname_is_refused_at_once(user, version):
     # 2.94's FQDN pattern does not backtrack, but the length is checked
     # with it: both forms are refused at once, naming the field.
     bad = 'a' * 2000 + '!'
-    resp = _answered_within(5, lambda: user.put(
+    resp = api_support.answered_within(5, lambda: user.put(
         '/servers/%s' % server['id'], {'server': {'hostname': bad}},
         version=version))
     assert resp.status_code == 400, resp.get_json()

@@ -10,7 +10,6 @@ CPU ranges in NUMA extra specs). Fixed: common/numa.py matches the pattern
 with RE2, in linear time; the answer is the same 400 naming the key.
 """
 
-import threading
 import uuid as uuidlib
 
 import pytest
@@ -26,15 +25,6 @@ def admin(shared_plane):
                token=api_support.ADMIN_TOKEN)
 
 
-def _answered_within(seconds, call):
-    answers = []
-    thread = threading.Thread(target=lambda: answers.append(call()),
-                              daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert answers, 'no answer within %s s' % seconds
-    return answers[0]
-
 
 @pytest.mark.parametrize('how', ['post', 'put'])
 def test_a_malformed_cpu_list_is_refused_at_once(admin, how):
@@ -45,7 +35,7 @@ def test_a_malformed_cpu_list_is_refused_at_once(admin, how):
     key = 'hw:numa_cpus.0'
     bad = '0' + ',1-2' * 24 + 'x'
     path = '/flavors/%s/os-extra_specs' % flavor
-    resp = _answered_within(5, lambda: admin.post(
+    resp = api_support.answered_within(5, lambda: admin.post(
         path, {'extra_specs': {key: bad}}) if how == 'post' else admin.put(
         '%s/%s' % (path, key), {key: bad}))
     assert resp.status_code == 400, resp.get_json()
