@@ -160,9 +160,9 @@ def validate_network(values):
                                 'exactly one (the Linux bridge every '
                                 'hypervisor has, or a libvirt network)')
     net = _subnet(values.get('cidr'), 4, 'cidr')
-    hosts = list(net.hosts()) if net.prefixlen >= 16 else None
-    first = hosts[0] if hosts else net[1]
-    last = hosts[-1] if hosts else net[-2]
+    # The host addresses' ends (_subnet refuses /31 and /32, whose every
+    # address is a host); never a list of a big subnet's addresses.
+    first, last = net[1], net[-2]
     gateway = (_address(values['gateway'], net, 'gateway')
                if values.get('gateway') else first)
     start = _address(values.get('allocation_start') or first, net,
