@@ -77,6 +77,14 @@ def check_spec(key, value):
     ``value`` is of the form Nova's validator takes for it (and a count
     or size Tristate can give a guest)."""
     value = str(value)
+    cell = _CELL_KEY.fullmatch(key)
+    if cell is not None and _whole(cell.group(2), MAX_NODES - 1) is None \
+            and cell.group(2).strip('0'):
+        # a cell no guest can have: stored, it would never be read
+        raise exception.Invalid(
+            'Invalid input for field/attribute extra_specs.%s. Expected '
+            'a NUMA node number from 0 to %d after "hw:numa_%s."'
+            % (key, MAX_NODES - 1, cell.group(1)))
     if key == NODES:
         if _whole(value, MAX_NODES) is None:
             raise _invalid(key, value, 'a whole number of at least 1 and '
