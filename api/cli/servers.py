@@ -157,6 +157,16 @@ class CreateServer(_Waits, show.ShowOne):
         parser.add_argument('--group', metavar='SERVER_GROUP_ID',
                             help='Join this server group (`openstack server '
                                  'group list`): placed by its policy.')
+        parser.add_argument('--same-host', action='append', default=[],
+                            metavar='SERVER',
+                            help='Build on a host holding this server of '
+                                 'your project (name or ID; repeat for '
+                                 'several: a host holding any of them).')
+        parser.add_argument('--different-host', action='append', default=[],
+                            metavar='SERVER',
+                            help='Build on a host none of these servers of '
+                                 'your project is on (name or ID; repeat '
+                                 'for several).')
         parser.add_argument('--network', action='append', default=[],
                             metavar='NETWORK',
                             help='Network name or ID to plug the server '
@@ -196,6 +206,11 @@ class CreateServer(_Waits, show.ShowOne):
             hints['reservation_id'] = parsed_args.reservation
         if parsed_args.group:
             hints['group'] = parsed_args.group
+        for hint in ('same_host', 'different_host'):
+            named = getattr(parsed_args, hint)
+            if named:
+                hints[hint] = [self.app.client.find_server(ref)['id']
+                               for ref in named]
         if hints:
             body['os:scheduler_hints'] = hints
         created, task_id = self.app.client.start_task('/servers', body)

@@ -200,6 +200,34 @@ def test_action_commands_wait_for_the_result(tristate, base_image):
     assert "No server with a name or ID of 'acts' exists." in missing.stderr
 
 
+def test_same_host_and_different_host(tristate, base_image):
+    first = tristate.json('server', 'create', 'anchor', '--flavor', 'tiny',
+                          '--image', 'base', '--wait')
+    near = tristate.json('server', 'create', 'near', '--flavor', 'tiny',
+                         '--image', 'base', '--same-host', 'anchor',
+                         '--wait')
+    far = tristate.json('server', 'create', 'far', '--flavor', 'tiny',
+                        '--image', 'base', '--different-host', first['id'],
+                        '--different-host', 'near', '--wait')
+    assert near['host'] == first['host']
+    assert far['host'] not in (None, first['host'])
+    assert far['status'] == 'ACTIVE'
+    # only two hosts: apart from both, on the host of the one it is near
+    stuck = tristate.run('server', 'create', 'nowhere', '--flavor', 'tiny',
+                         '--image', 'base', '--same-host', 'near',
+                         '--different-host', 'anchor', '--wait', ok=False)
+    assert stuck.returncode == 1
+    assert ('no host satisfies same_host %s' % near['id']) in stuck.stderr
+    assert ('different_host %s' % first['id']) in stuck.stderr
+    missing = tristate.run('server', 'create', 'x', '--flavor', 'tiny',
+                           '--image', 'base', '--same-host', 'no-such',
+                           ok=False)
+    assert missing.returncode == 1
+    assert "No server with a name or ID of 'no-such'" in missing.stderr
+    for name in ('anchor', 'near', 'far', 'nowhere'):
+        tristate.run('server', 'delete', name, '--wait')
+
+
 def test_errors_print_the_api_reason(tristate, base_image):
     bad = tristate.run('server', 'create', 'x', '--flavor', 'enormous',
                        '--image', base_image['id'], ok=False)
