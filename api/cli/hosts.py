@@ -11,6 +11,10 @@ enable HOST`` brings it back. ``--cold``: what cannot move live (a
 stopped server, or one whose live migration failed) is cold-migrated
 (Nova's ``migrate``: its disk copied through the image service), then
 the move confirmed; it comes back as it was (stopped stays stopped).
+A shelved server (SHELVED: stopped, its disk in a snapshot, still held
+by the host) is offloaded (Nova's ``shelveOffload``): it keeps its
+snapshot and leaves the host; its unshelve builds it on a host the
+scheduler picks.
 """
 
 from cliff import command
@@ -24,6 +28,7 @@ DRAIN_REASON = 'drained by tristate host drain'
 # what a cold migration takes (its migrate row).
 MOVABLE = ('ACTIVE', 'PAUSED')
 COLD_MOVABLE = ('ACTIVE', 'SHUTOFF')
+SHELVED = 'SHELVED'
 
 
 def _service(client, host):
@@ -105,7 +110,15 @@ class DrainHost(lister.Lister):
             self._progress('[%d/%d] %s (%s): ' % (number, len(servers),
                                                   server['name'],
                                                   server['id']))
-            row = self._move(client, server, host, parsed_args.timeout)
+            if server['status'] == SHELVED:
+                row = self._offload(client, server, host,
+                                    parsed_args.timeout)
+            else:
+                row = self._move(client, server, host, parsed_args.timeout)
+            if row[2] == 'offloaded':
+                self._progress('offloaded\n')
+                rows.append(row)
+                continue
             if row[2] != 'moved' and parsed_args.cold:
                 row = self._move_cold(client, server, host,
                                       parsed_args.timeout, row[3])
@@ -149,6 +162,24 @@ class DrainHost(lister.Lister):
         return row + ('not moved', (entry or {}).get('message')
                       or 'the migration ended on %s' % host)
 
+
+    @staticmethod
+    def _offload(client, server, host, timeout):
+        """Offload a shelved ``server``: the same row as :meth:`_move`,
+        'offloaded' once it has left ``host``."""
+        row = (server['id'], server['name'])
+        try:
+            _, task_id = client.start_task(
+                '/servers/%s/action' % server['id'], {'shelveOffload': None})
+            after = client.wait_settled(server['id'], timeout=timeout)
+        except client_mod.ApiError as err:
+            return row + ('not moved', 'status SHELVED, not offloaded: %s'
+                          % err)
+        if after['status'] == 'SHELVED_OFFLOADED':
+            return row + ('offloaded', 'its unshelve picks a host')
+        entry = client.task_entry(server['id'], task_id) if task_id else None
+        return row + ('not moved', 'status SHELVED, not offloaded: %s' % (
+            (entry or {}).get('message') or 'it is %s' % after['status']))
 
     @staticmethod
     def _move_cold(client, server, host, timeout, live_why):

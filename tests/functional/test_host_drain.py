@@ -130,6 +130,32 @@ def test_drain_cold_moves_a_stopped_server_and_confirms(tristate, plane, ctx):
         for a in plane.statedb.list_allocations(instance_uuid=stopped))
 
 
+def test_drain_offloads_a_shelved_server(tristate, plane, ctx):
+    """A shelved server (stopped, still held by its host) leaves the host
+    as an offload: its snapshot kept, no allocation, the host empty."""
+    set_opts(plane.conf, 'compute', shelved_offload_time=-1)
+    admin = ctx.elevated()
+    running = active(plane, admin, force_host='host1')['uuid']
+    shelved = active(plane, admin, force_host='host1', name='kept')['uuid']
+    plane.client.run_action(admin, shelved, 'shelve', {})
+    assert wait_idle(plane, shelved)['vm_state'] == vm.SHELVED
+    assert _on_host(plane, 'host1') == sorted([running, shelved])
+
+    code, out, err = tristate('host', 'drain', 'host1', '-f', 'json')
+
+    assert code == 0, err
+    rows = {r['ID']: (r['Result'], r['Where or Why'])
+            for r in json.loads(out)}
+    assert rows == {running: ('moved', 'host2'),
+                    shelved: ('offloaded', 'its unshelve picks a host')}
+    assert _on_host(plane, 'host1') == []
+    offloaded = wait_idle(plane, shelved)
+    assert (offloaded['vm_state'], offloaded['host']) == (
+        vm.SHELVED_OFFLOADED, None)
+    assert offloaded['shelved_image_id']
+    assert plane.statedb.list_allocations(instance_uuid=shelved) == []
+
+
 def test_openstack_tristate_host_commands(api_url, plane, ctx, tmp_path):
     """The same commands in the openstackclient plugin: ``openstack
     tristate host drain`` then ``enable``, through the real ``openstack``
