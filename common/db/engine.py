@@ -127,6 +127,14 @@ class Database:
         if memory:
             # One shared connection, or every checkout sees an empty db.
             kwargs['poolclass'] = sa.pool.StaticPool
+        else:
+            # The connection returned last is taken first: in WAL mode a
+            # connection drops its page cache when another one has
+            # committed since its last transaction, so taking the pool's
+            # connections in turn (its default) read every page again from
+            # the file each time. Measured in a burst of builds: 104 read
+            # system calls a build, 44 with this.
+            kwargs['pool_use_lifo'] = True
         engine = sa.create_engine(self.url, **kwargs)
 
         @event.listens_for(engine, 'connect')

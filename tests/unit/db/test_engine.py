@@ -217,3 +217,34 @@ def test_a_begin_that_finds_the_file_locked_is_retried(tmp_path):
     db.dispose()
     patient.dispose()
     holder.close()
+
+
+def test_sqlite_reuses_the_connection_whose_pages_are_cached(tmp_path):
+    """In WAL mode a connection drops its page cache when another one
+    committed since its last transaction: after a moment of concurrency
+    left several connections in the pool, transactions one after another
+    keep taking the one used last (its cache still valid), not each
+    pooled connection in turn, which read every page from the file
+    again."""
+    db = engine.Database('sqlite:///%s' % (tmp_path / 'pool.sqlite'))
+    db.transaction(lambda conn: conn.exec_driver_sql(
+        'CREATE TABLE t (x INTEGER)'))
+    inside = threading.Barrier(3)
+
+    def held(conn):     # three connections checked out at once
+        inside.wait(timeout=10)
+
+    readers = [threading.Thread(target=db.transaction, args=(held,),
+                                kwargs={'readonly': True}) for _ in range(3)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join(timeout=20)
+    assert db.engine.pool.checkedin() >= 2
+
+    def write(conn):
+        conn.exec_driver_sql('INSERT INTO t VALUES (1)')
+        return conn.connection.dbapi_connection
+    used = {id(db.transaction(write)) for _ in range(5)}
+    assert len(used) == 1
+    db.dispose()
