@@ -58,6 +58,9 @@ class Shelving:
         self.gateway = flows.gateway
         self.scheduler = flows.scheduler
         self._data = imagedata.DataRemover(self.conf)
+        # instances the sweep could not offload, already logged (the next
+        # passes say it at debug level, not every periodic_interval)
+        self._refused = set()
 
     # --- before the claim ---------------------------------------------------
 
@@ -234,8 +237,12 @@ class Shelving:
             self.flows.run_action(ctx, instance_uuid, 'shelve_offload', {})
         except (exception.Conflict, exception.InstanceNotFound,
                 exception.ServiceUnavailable) as err:
-            LOG.info('Instance %s not offloaded now: %s', instance_uuid, err)
+            known = instance_uuid in self._refused
+            self._refused.add(instance_uuid)
+            LOG.log(logging.DEBUG if known else logging.INFO,
+                    'Instance %s not offloaded now: %s', instance_uuid, err)
             return False
+        self._refused.discard(instance_uuid)
         return True
 
     # --- the periodic sweep and the hard delete ---------------------------------------
@@ -250,6 +257,8 @@ class Shelving:
             due = self.db.list_shelved(
                 before=now - datetime.timedelta(seconds=wait))
             offloaded = sum(1 for inst in due if self.offload(inst['uuid']))
+            # forget those no longer due (unshelved, deleted, offloaded)
+            self._refused &= {inst['uuid'] for inst in due}
         left = self.db.list_shelved(deleted=True)
         for inst in left:
             self.forget_snapshot(inst['shelved_image_id'], inst['uuid'])

@@ -13,6 +13,8 @@ no snapshot of its own to unshelve from; the sweep leaves it shelved on
 its host, where an unshelve powers it on with its disk.
 """
 
+import logging
+
 from common.states import vm
 from tests.functional import api_support
 from tests.functional.api_support import Api
@@ -23,7 +25,7 @@ from tests.functional.conftest import wait_for
 from tests.functional.conftest import wait_heartbeat
 
 
-def test_no_offload_without_the_snapshot(conf, make_plane, clock):
+def test_no_offload_without_the_snapshot(conf, make_plane, clock, caplog):
     set_opts(conf, 'compute', shelved_offload_time=600)
     plane = make_plane(clock=clock)
     api = Api(api_support.make_app(plane), token=api_support.ADMIN_TOKEN)
@@ -45,7 +47,13 @@ def test_no_offload_without_the_snapshot(conf, make_plane, clock):
     clock.advance(601)
     for name in plane.host_names:       # alive on the advanced clock
         wait_heartbeat(plane, name, since=clock.now)
+    caplog.set_level(logging.INFO, logger='conductor.shelve')
     assert plane.conductor.periodic.run_once()['shelved']['offloaded'] == 0
+    # said once, not at every pass of the sweep
+    assert plane.conductor.periodic.run_once()['shelved']['offloaded'] == 0
+    told = [r for r in caplog.records if 'not offloaded now' in r.message
+            and r.levelno >= logging.INFO]
+    assert len(told) == 1 and 'snapshot' in told[0].message
     inst = plane.statedb.get_instance(server['id'])
     assert (inst['vm_state'], inst['host'], inst['task_id']) == (
         vm.SHELVED, host, None)
