@@ -7,9 +7,11 @@ under load says so.
 """
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
+import socket
 import statistics
 import subprocess
 import time
@@ -152,6 +154,14 @@ def reference_ms(repeat=5):
             sorted(rows, key=lambda row: (row['n'], row['seq']))
         times.append((time.process_time() - started) * 1e3)
     return round(median(times), 2)
+
+
+def listening(port, host='127.0.0.1'):
+    """Whether something accepts connections on ``host``:``port`` now."""
+    with contextlib.suppress(OSError), socket.create_connection(
+            (host, port), timeout=1):
+        return True
+    return False
 
 
 def machine():

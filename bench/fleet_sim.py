@@ -89,13 +89,6 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-def _listening(port):
-    with contextlib.suppress(OSError), socket.create_connection(
-            ('127.0.0.1', port), timeout=1):
-        return True
-    return False
-
-
 def _run(args, timeout, env=None):
     done = subprocess.run(args, capture_output=True, text=True, check=False,
                           timeout=timeout, env=env)
@@ -120,7 +113,7 @@ class Cluster:
         while base is None:
             port = _free_port()
             if port + 17 < 65536 and not any(
-                    _listening(port + n) for n in range(17)):
+                    core.listening(port + n) for n in range(17)):
                 base = str(port)
         out = _run([SCRIPT, 'cluster', self.path, 'start'], 600, env=dict(
             os.environ, TRISTATE_TEST_RABBIT_CLUSTER_PORT=base))

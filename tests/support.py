@@ -2,7 +2,6 @@
 a daemon's start on a configuration file, a server process's stop and
 its API's hosts)."""
 
-import contextlib
 import signal
 import socket
 import subprocess
@@ -10,6 +9,8 @@ import subprocess
 import requests
 from oslo_config import cfg
 
+# listening(port): shared with the benchmarks' daemons
+from bench.core import listening  # noqa: F401
 from common import conf as tconf
 from common import service
 
@@ -19,14 +20,6 @@ def free_port():
     with socket.socket() as sock:
         sock.bind(('127.0.0.1', 0))
         return sock.getsockname()[1]
-
-
-def listening(port):
-    """Whether something accepts connections on 127.0.0.1:``port`` now."""
-    with contextlib.suppress(OSError), socket.create_connection(
-            ('127.0.0.1', port), timeout=1):
-        return True
-    return False
 
 
 def self_signed(directory, *, name='test', cert='cert.pem', key='key.pem'):
