@@ -143,8 +143,9 @@ class Plane:
 class Driver:
     """The clients: builds and random actions, counted by outcome."""
 
-    def __init__(self, plane, seed):
+    def __init__(self, plane, seed, image):
         self.plane = plane
+        self.image = image
         self.random = random.Random(seed)
         self.lock = threading.Lock()
         self.uuids = []
@@ -178,7 +179,7 @@ class Driver:
 
     def build(self, name):
         resp = self.request('build', 'POST', '/servers', {'server': {
-            'name': name, 'flavorRef': 'tiny', 'imageRef': 'cirros'}})
+            'name': name, 'flavorRef': 'tiny', 'imageRef': self.image}})
         if resp is not None and resp.status_code == 202:
             with self.lock:
                 self.uuids.append(resp.json()['server']['id'])
@@ -219,6 +220,22 @@ class Driver:
             return self.delete(uuid, 'race delete')
         return self.request('race reset', 'POST', '/servers/%s/action' % uuid,
                             {'os-resetState': {'state': 'active'}})
+
+
+def _image(plane):
+    """The id of an image the builds boot, uploaded as a user does
+    (``tristate image create``): the plane starts with none."""
+    disk = plane.state_dir / 'cirros.raw'
+    with open(disk, 'wb') as out:
+        out.truncate(1024 * 1024)
+    done = subprocess.run(
+        [sys.executable, '-m', 'api.cli', '--os-endpoint',
+         plane.endpoint.rsplit('/v2.1', 1)[0], 'image', 'create', 'cirros',
+         '--file', str(disk), '-f', 'value', '-c', 'id'],
+        capture_output=True, text=True, env=plane.env, timeout=60,
+        check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()
 
 
 def _statedb(state_dir):
@@ -291,7 +308,7 @@ def test_no_guest_outlives_its_instance_and_every_domain_is_counted(
     plane.start()
     statedb = _statedb(tmp_path)
     try:
-        driver = Driver(plane, seed=19)
+        driver = Driver(plane, seed=19, image=_image(plane))
         with concurrent.futures.ThreadPoolExecutor(THREADS) as pool:
             list(pool.map(driver.build, ['vm-%d' % n
                                          for n in range(INSTANCES)]))
@@ -343,6 +360,13 @@ def test_no_guest_outlives_its_instance_and_every_domain_is_counted(
         print('soak: %d actions; outcomes %s; checked %s' % (
             ACTIONS, dict(sorted(driver.outcomes.items())), counts))
         assert plane.runs == KILLS + 1
+        # the soak did work: its first builds were accepted, and actions
+        # reached servers (not refused before anything ran)
+        assert driver.outcomes['build 202'] >= INSTANCES, driver.outcomes
+        assert sum(n for key, n in driver.outcomes.items()
+                   if key.split()[-1] in ('202', '204') and not key.startswith(
+                       'build')) >= ACTIONS // 4, driver.outcomes
+        assert counts['instances'] >= INSTANCES
         answered = sum(n for key, n in driver.outcomes.items()
                        if not key.endswith('kill'))
         assert answered >= INSTANCES + ACTIONS - KILLS * THREADS
