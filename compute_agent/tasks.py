@@ -68,10 +68,13 @@ def _image(agent, params, image_ref, method):
     """The driver's extra keywords for ``image_ref``: ``{'image':
     CachedImage}`` held in the cache for the block when the driver builds
     from files and the task names an image service; else none."""
-    client = agent.image_client(params)
-    if (client is None or agent.image_cache is None or not image_ref
-            or not getattr(agent.driver, 'needs_image_files', False)
-            or not takes(method, 'image')):
+    # the client last: a driver that needs no files makes none
+    client = None
+    if (agent.image_cache is not None and image_ref
+            and getattr(agent.driver, 'needs_image_files', False)
+            and takes(method, 'image')):
+        client = agent.image_client(params)
+    if client is None:
         yield {}
         return
     with agent.image_cache.use(image_ref, client) as cached:

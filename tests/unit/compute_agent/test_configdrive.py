@@ -192,12 +192,10 @@ def test_a_build_that_fails_leaves_no_drive(conf):
     class Agent:
         driver = FailingDriver()
         host = 'host-a'
+        image_cache = None
 
         def progress(self, inst, step=None):
             pass
-
-        def image_client(self, params):
-            return None
     Agent.conf = conf
     inst = dict(INST, vcpus=1, memory_mb=64, disk_gb=1)
     with pytest.raises(VirtError, match='no room'):
