@@ -36,6 +36,10 @@ MEM = 'hw:numa_mem'
 MAX_NODES = 128
 # The largest memory of one cell: a flavor's largest RAM (MiB).
 MAX_MEMORY_MB = 2 ** 31 - 1
+# The most vCPUs a guest with NUMA cells may have (QEMU's q35 machine's
+# max_cpus): a flavor may name up to 2**31 - 1, but cells of more are
+# refused at create, not stored (the topology route lists every vCPU).
+MAX_VCPUS = 4096
 
 _CELL_KEY = re.compile(r'hw:numa_(cpus|mem)\.(\d+)')
 # Nova's validator's pattern for a CPU map, matched by RE2: in Python's re
@@ -268,6 +272,11 @@ def cells_of(specs, vcpus, memory_mb):
     if nodes is None and cpu_list is None and mem_list is None:
         return None
     nodes = nodes or 1
+    if vcpus > MAX_VCPUS and max(nodes, len(cpu_list or ()),
+                                 len(mem_list or ())) > 1:
+        raise exception.Invalid(
+            'A guest NUMA topology of %d vCPUs: a guest with NUMA cells '
+            'has at most %d vCPUs (QEMU\'s most)' % (vcpus, MAX_VCPUS))
     if cpu_list is None and mem_list is None:
         cells = _auto(nodes, vcpus, memory_mb)
     elif cpu_list is not None and mem_list is not None:
