@@ -21,8 +21,9 @@ libvirtds have none), it cannot be bypassed by the guest (QEMU's own net
 layer drops the frames), and it lives in the domain definition, so no
 agent-side state has to be rebuilt after a restart. Xen (libxl) has neither
 a live link update nor a link state at start: a port in no group is refused
-there, rolled back, rather than left passing traffic, by the live change
-and by a build (spawn: an offloaded guest's groups change with no host).
+there, rolled back, rather than left passing traffic, by the live change,
+by a build (spawn: an offloaded guest's groups change with no host) and by
+a cold migration's arrival (migrate_in).
 
 A failure before the live change leaves everything as it was; after, the
 old definition and the old live states are put back (rolled back), or the
@@ -56,7 +57,7 @@ class LinkOps:
         group on Xen: libxl has no link state, so the guest would pass
         the traffic its group drops. Checked by the live change and by
         every build (an offloaded guest's groups change with no host, and
-        its unshelve builds it)."""
+        its unshelve builds it) and cold migration to this host."""
         if self.virt_type == 'xen' and any(
                 secgroups.link_state(port) == secgroups.LINK_DOWN
                 for port in ports):

@@ -12,9 +12,11 @@ no group. Found by the session-16 hostile-input review (the Xen check was
 in the live change only, not in the build). Fixed: the libvirt driver's
 spawn on Xen refuses a port in no group before anything is made (the
 build, or unshelve, fails rolled back, saying why), as the live change
-does.
+does; so does the arrival of a cold migration (a guest of a KVM host
+moved to a Xen one).
 """
 
+import subprocess
 import uuid as uuidlib
 
 import pytest
@@ -56,3 +58,14 @@ def test_xen_refuses_to_build_a_guest_in_no_group(xen):
     xen.spawn(uuid, name='vm', flavor=Flavor('tiny', 1, 64, 1),
               image_ref='img', ports=[_port(['default'])])
     assert xen.get_domain(uuid) is not None
+
+
+def test_xen_refuses_a_cold_migration_of_a_guest_in_no_group(xen, tmp_path):
+    uuid = str(uuidlib.uuid4())
+    disk = tmp_path / 'disk.qcow2'
+    subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', str(disk),
+                    '1M'], check=True)
+    with pytest.raises(VirtError, match='no security group.*libxl'):
+        xen.migrate_in(uuid, name='vm', flavor=Flavor('tiny', 1, 64, 1),
+                       image_ref='img', disk=str(disk), ports=[_port([])])
+    assert xen.get_domain(uuid) is None
