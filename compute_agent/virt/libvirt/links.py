@@ -55,9 +55,9 @@ class LinkOps:
     def _links_honoured(self, uuid, ports, outcome):
         """Raise VirtError (rolled back) when a port of ``ports`` is in no
         group on Xen: libxl has no link state, so the guest would pass
-        the traffic its group drops. Checked by the live change and by
-        every build (an offloaded guest's groups change with no host, and
-        its unshelve builds it) and cold migration to this host."""
+        the traffic its group drops. Checked by the live change, by every
+        build (an offloaded guest's groups change with no host, and its
+        unshelve builds it) and by a cold migration's arrival."""
         if self.virt_type == 'xen' and any(
                 secgroups.link_state(port) == secgroups.LINK_DOWN
                 for port in ports):
