@@ -135,9 +135,24 @@ SCHEDULER_HINTS = {'type': 'object',
                                   'different_host': SERVER_UUIDS}}
 
 
+HINT_KEYS = ('os:scheduler_hints', 'OS-SCH-HNT:scheduler_hints')
+
+
 def _hints(body):
     return (body.get('os:scheduler_hints')
             or body.get('OS-SCH-HNT:scheduler_hints') or {})
+
+
+def _hints_once(body):
+    """A 400 when both of Nova's keys carry hints that differ: Nova acts
+    on the first only, so the second's would be accepted and ignored."""
+    first, second = (body.get(where) for where in HINT_KEYS)
+    if first and second and first != second:
+        raise exception.Invalid(
+            'Invalid input for field/attribute %s. Value: %s. Expected the '
+            'hints of %s, or none: the scheduler hints are given under '
+            'both keys, and differ' % (HINT_KEYS[1], _short(second),
+                                       HINT_KEYS[0]))
 
 
 def reservation_hint(body):
@@ -145,8 +160,9 @@ def reservation_hint(body):
     a 400 naming any scheduler hint but these, ``group``
     (api/routes/server_groups.py: group_hint) and the host hints
     (:func:`host_hints`) (``query``, ``build_near_host_ip``, ...: the
-    scheduler acts on none of them)."""
-    for where in ('os:scheduler_hints', 'OS-SCH-HNT:scheduler_hints'):
+    scheduler acts on none of them), and hints under both keys that
+    differ (:func:`_hints_once`)."""
+    for where in HINT_KEYS:
         for hint in sorted(body.get(where) or {}):
             if hint not in SCHEDULER_HINTS['properties']:
                 raise exception.Invalid(
@@ -154,6 +170,7 @@ def reservation_hint(body):
                     'Not supported: Tristate\'s scheduler acts on the '
                     'reservation, group, same_host and different_host '
                     'hints only' % (where, hint, _short(body[where][hint])))
+    _hints_once(body)
     hints = _hints(body)
     return hints.get('reservation_id') or hints.get('reservation')
 

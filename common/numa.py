@@ -36,6 +36,10 @@ MEM = 'hw:numa_mem'
 MAX_NODES = 128
 # The largest memory of one cell: a flavor's largest RAM (MiB).
 MAX_MEMORY_MB = 2 ** 31 - 1
+# The most vCPUs a guest with NUMA cells may have (QEMU's q35 machine's
+# max_cpus): a flavor may name up to 2**31 - 1, but cells of more are
+# refused at create, not stored (the topology route lists every vCPU).
+MAX_VCPUS = 4096
 
 _CELL_KEY = re.compile(r'hw:numa_(cpus|mem)\.(\d+)')
 # Nova's validator's pattern for a CPU map, matched by RE2: in Python's re
@@ -72,19 +76,29 @@ def _whole(text, most):
     return int(digits)
 
 
+def _node_number(text):
+    """The node a cell key's number names, when it is one from 0 to
+    ``MAX_NODES - 1`` written as :func:`_mapping` looks it up (digits
+    0-9, no leading zero); else None."""
+    if text == '0':
+        return 0
+    return None if text.startswith('0') else _whole(text, MAX_NODES - 1)
+
+
 def check_spec(key, value):
     """Raise :class:`~common.exception.Invalid` naming ``key`` unless
     ``value`` is of the form Nova's validator takes for it (and a count
     or size Tristate can give a guest)."""
     value = str(value)
     cell = _CELL_KEY.fullmatch(key)
-    if cell is not None and _whole(cell.group(2), MAX_NODES - 1) is None \
-            and cell.group(2).strip('0'):
-        # a cell no guest can have: stored, it would never be read
+    if cell is not None and _node_number(cell.group(2)) is None:
+        # a cell no guest can have, or a node written as no reading of the
+        # cells (_mapping: hw:numa_cpus.0, .1, ...) looks it up: stored,
+        # it would never be read
         raise exception.Invalid(
             'Invalid input for field/attribute extra_specs.%s. Expected '
-            'a NUMA node number from 0 to %d after "hw:numa_%s."'
-            % (key, MAX_NODES - 1, cell.group(1)))
+            'a NUMA node number from 0 to %d, without a leading zero, '
+            'after "hw:numa_%s."' % (key, MAX_NODES - 1, cell.group(1)))
     if key == NODES:
         if _whole(value, MAX_NODES) is None:
             raise _invalid(key, value, 'a whole number of at least 1 and '
@@ -258,6 +272,11 @@ def cells_of(specs, vcpus, memory_mb):
     if nodes is None and cpu_list is None and mem_list is None:
         return None
     nodes = nodes or 1
+    if vcpus > MAX_VCPUS and max(nodes, len(cpu_list or ()),
+                                 len(mem_list or ())) > 1:
+        raise exception.Invalid(
+            'A guest NUMA topology of %d vCPUs: a guest with NUMA cells '
+            'has at most %d vCPUs (QEMU\'s most)' % (vcpus, MAX_VCPUS))
     if cpu_list is None and mem_list is None:
         cells = _auto(nodes, vcpus, memory_mb)
     elif cpu_list is not None and mem_list is not None:

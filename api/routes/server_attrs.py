@@ -246,10 +246,20 @@ def topology(server_id):
     inst = request.get_server(server_id, rule='tristate:servers:topology')
     host_info = request.allows('tristate:servers:topology:host_info',
                                {'project_id': inst['project_id']})
+    cells = [(cell, numa.parse_cpus(cell['cpus']))
+             for cell in inst.get('numa_cells') or ()]
+    listed = sum(high - low + 1 for _, ranges in cells
+                 for low, high in ranges)
+    if listed > numa.MAX_VCPUS:
+        # cells stored before create bounded them (common/numa.py): the
+        # list would hold every one of up to 2**31 vCPUs
+        raise exception.Conflict(
+            'Server %s has NUMA cells of %d vCPUs, more than a guest with '
+            'cells has (%d): its topology is not listed'
+            % (inst['uuid'], listed, numa.MAX_VCPUS))
     nodes = []
-    for cell in inst.get('numa_cells') or ():
-        # A stored cell's CPUs are within the flavor's vCPUs: a short list.
-        node = {'vcpu_set': [cpu for low, high in numa.parse_cpus(cell['cpus'])
+    for cell, ranges in cells:
+        node = {'vcpu_set': [cpu for low, high in ranges
                              for cpu in range(low, high + 1)],
                 'memory_mb': cell['memory_mb'], 'siblings': []}
         if host_info:

@@ -34,6 +34,7 @@ class ColdMoveOps:
         """``console_log``: the end of the source's log (bytes), which
         this host's log starts with (virtlogd appends to it)."""
         ports = net_ports.checked(ports)
+        self._links_honoured(uuid, ports, 'not moved here')
         self._cleanup_before_allocation()
         spec = (name, flavor, image_ref, disk, ports, start, config_drive,
                 console_log)

@@ -493,6 +493,7 @@ class LibvirtDriver(preserve.PreserveOps, detours.DetourOps,
         task's ports (one ``<interface>`` each, kept in the metadata).
         ``numa_cells``: the guest's NUMA cells (:mod:`common.numa`)."""
         ports = net_ports.checked(ports)
+        self._links_honoured(uuid, ports, 'not built')
         self._cleanup_before_allocation()
         try:
             with self._image(image_ref, image) as base, \

@@ -21,7 +21,9 @@ libvirtds have none), it cannot be bypassed by the guest (QEMU's own net
 layer drops the frames), and it lives in the domain definition, so no
 agent-side state has to be rebuilt after a restart. Xen (libxl) has neither
 a live link update nor a link state at start: a port in no group is refused
-there, rolled back, rather than left passing traffic.
+there, rolled back, rather than left passing traffic, by the live change,
+by a build (spawn: an offloaded guest's groups change with no host) and by
+a cold migration's arrival (migrate_in).
 
 A failure before the live change leaves everything as it was; after, the
 old definition and the old live states are put back (rolled back), or the
@@ -46,12 +48,22 @@ class LinkOps:
     def set_security_groups(self, uuid, *, ports):
         ports = net_ports.checked(ports)
         wanted = {port['mac']: secgroups.link_state(port) for port in ports}
-        if self.virt_type == 'xen' and secgroups.LINK_DOWN in wanted.values():
-            raise VirtError('a port in no security group cannot be honoured '
-                            'on Xen: libxl has no link state (domain %s left '
-                            'as it was)' % uuid)
+        self._links_honoured(uuid, ports, 'left as it was')
         self._op('set_security_groups', uuid,
                  lambda dom: self._set_links(dom, ports, wanted))
+
+    def _links_honoured(self, uuid, ports, outcome):
+        """Raise VirtError (rolled back) when a port of ``ports`` is in no
+        group on Xen: libxl has no link state, so the guest would pass
+        the traffic its group drops. Checked by the live change, by every
+        build (an offloaded guest's groups change with no host, and its
+        unshelve builds it) and by a cold migration's arrival."""
+        if self.virt_type == 'xen' and any(
+                secgroups.link_state(port) == secgroups.LINK_DOWN
+                for port in ports):
+            raise VirtError('a port in no security group cannot be honoured '
+                            'on Xen: libxl has no link state (domain %s %s)'
+                            % (uuid, outcome))
 
     def _set_links(self, dom, ports, wanted):
         xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)

@@ -45,7 +45,7 @@ def test_a_cell_beyond_the_last_node_is_400(admin, flavor, key, value):
 
 
 @pytest.mark.parametrize('key', ['hw:numa_cpus.127', 'hw:numa_cpus.0',
-                                 'hw:numa_cpus.00'])
+                                 'hw:numa_cpus.10'])
 def test_the_last_node_and_the_first_are_taken(admin, flavor, key):
     resp = admin.post('/flavors/%s/os-extra_specs' % flavor,
                       {'extra_specs': {key: '0'}})
