@@ -119,7 +119,8 @@ class DrainHost(lister.Lister):
                 self._progress('offloaded\n')
                 rows.append(row)
                 continue
-            if row[2] != 'moved' and parsed_args.cold:
+            if (row[2] != 'moved' and parsed_args.cold
+                    and server['status'] != SHELVED):
                 row = self._move_cold(client, server, host,
                                       parsed_args.timeout, row[3])
             self._progress('%s\n' % (row[3] if row[2] != 'moved'

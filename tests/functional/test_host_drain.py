@@ -11,6 +11,7 @@ import pytest
 
 from api import server as server_mod
 from api.cli import main as cli_main
+from common.db import images as images_db
 from common.states import vm
 from tests.functional import api_support
 from tests.functional import osc_support
@@ -154,6 +155,31 @@ def test_drain_offloads_a_shelved_server(tristate, plane, ctx):
         vm.SHELVED_OFFLOADED, None)
     assert offloaded['shelved_image_id']
     assert plane.statedb.list_allocations(instance_uuid=shelved) == []
+
+
+def test_drain_says_why_a_shelved_server_was_not_offloaded(
+        tristate, plane, ctx):
+    """A shelved server whose snapshot is gone cannot be offloaded (its
+    disk would be lost): the row says so, and ``--cold`` does not bury
+    that reason under a cold migration's refusal."""
+    set_opts(plane.conf, 'compute', shelved_offload_time=-1)
+    admin = ctx.elevated()
+    shelved = active(plane, admin, force_host='host1', name='kept')['uuid']
+    plane.client.run_action(admin, shelved, 'shelve', {})
+    assert wait_idle(plane, shelved)['vm_state'] == vm.SHELVED
+    image_id = plane.statedb.get_instance(shelved)['shelved_image_id']
+    images_db.delete(plane.statedb, admin, image_id)
+
+    code, out, err = tristate('host', 'drain', 'host1', '--cold', '-f',
+                              'json')
+
+    assert code == 1
+    [row] = json.loads(out)
+    assert row['Result'] == 'not moved'
+    assert row['Where or Why'].startswith('status SHELVED, not offloaded')
+    assert 'snapshot' in row['Where or Why']
+    assert 'cold' not in row['Where or Why']
+    assert _on_host(plane, 'host1') == [shelved]
 
 
 def test_openstack_tristate_host_commands(api_url, plane, ctx, tmp_path):
