@@ -61,6 +61,20 @@ def new_project():
     return 'user-%s:project-%s' % (suffix, suffix)
 
 
+def new_flavor(admin, *, vcpus=2, ram=512, specs=None, prefix='numa'):
+    """A new flavor's name, made by ``admin`` (an :class:`Api` of the
+    admin), with ``specs`` as its extra specs when given."""
+    name = '%s-%s' % (prefix, uuidlib.uuid4().hex[:8])
+    resp = admin.post('/flavors', {'flavor': {
+        'name': name, 'id': name, 'ram': ram, 'vcpus': vcpus, 'disk': 1}})
+    assert resp.status_code == 200, resp.get_json()
+    if specs is not None:
+        resp = admin.post('/flavors/%s/os-extra_specs' % name,
+                          {'extra_specs': specs})
+        assert resp.status_code == 200, resp.get_json()
+    return name
+
+
 # The microversion of a request that names none: Tristate's own, whose
 # bodies carry the ``tristate:*`` keys the tests read. A test of Nova's
 # shapes names its version (``version='2.1'``); ``version=NO_HEADER`` (or

@@ -12,7 +12,6 @@ ranges, never as sets of CPUs; the same 400 (Nova's message) comes at
 once, and an exclusion that brings the range back in bounds still works.
 """
 
-import uuid as uuidlib
 
 import pytest
 
@@ -29,14 +28,7 @@ def admin(shared_plane):
 
 
 def _flavor(admin, vcpus, specs):
-    flavor = 'numa-%s' % uuidlib.uuid4().hex[:8]
-    assert admin.post('/flavors', {'flavor': {
-        'name': flavor, 'id': flavor, 'ram': 512, 'vcpus': vcpus,
-        'disk': 1}}).status_code == 200
-    resp = admin.post('/flavors/%s/os-extra_specs' % flavor,
-                      {'extra_specs': specs})
-    assert resp.status_code == 200, resp.get_json()
-    return flavor
+    return api_support.new_flavor(admin, vcpus=vcpus, specs=specs)
 
 
 def _create(admin, flavor):

@@ -8,7 +8,6 @@ session-15 hostile-input review. Fixed: common/numa.py refuses the key
 with a 400 naming it and the node numbers it takes, and nothing is stored.
 """
 
-import uuid as uuidlib
 
 import pytest
 
@@ -25,11 +24,7 @@ def admin(shared_plane):
 
 @pytest.fixture
 def flavor(admin):
-    name = 'numa-%s' % uuidlib.uuid4().hex[:8]
-    assert admin.post('/flavors', {'flavor': {
-        'name': name, 'id': name, 'ram': 512, 'vcpus': 2,
-        'disk': 1}}).status_code == 200
-    return name
+    return api_support.new_flavor(admin)
 
 
 @pytest.mark.parametrize('key, value', [

@@ -14,7 +14,6 @@ number only as written without a leading zero (``0``, ``1``, ... ``127``),
 any other is a 400 naming the key, and nothing is stored.
 """
 
-import uuid as uuidlib
 
 import pytest
 
@@ -31,11 +30,7 @@ def admin(shared_plane):
 
 @pytest.fixture
 def flavor(admin):
-    name = 'numa0-%s' % uuidlib.uuid4().hex[:8]
-    assert admin.post('/flavors', {'flavor': {
-        'name': name, 'id': name, 'ram': 512, 'vcpus': 2,
-        'disk': 1}}).status_code == 200
-    return name
+    return api_support.new_flavor(admin, prefix='numa0')
 
 
 def _specs(admin, flavor):

@@ -9,7 +9,6 @@ cover the vCPUs). Fixed: common/numa.py refuses a cell with no CPU,
 naming it, before anything is created.
 """
 
-import uuid as uuidlib
 
 import pytest
 
@@ -25,14 +24,9 @@ def admin(shared_plane):
 
 
 def test_a_cell_with_no_cpu_is_400(admin):
-    flavor = 'numa-%s' % uuidlib.uuid4().hex[:8]
-    assert admin.post('/flavors', {'flavor': {
-        'name': flavor, 'id': flavor, 'ram': 512, 'vcpus': 2,
-        'disk': 1}}).status_code == 200
-    assert admin.post('/flavors/%s/os-extra_specs' % flavor, {
-        'extra_specs': {'hw:numa_nodes': '2', 'hw:numa_cpus.0': '0-1',
-                        'hw:numa_cpus.1': '0,^0', 'hw:numa_mem.0': '256',
-                        'hw:numa_mem.1': '256'}}).status_code == 200
+    flavor = api_support.new_flavor(admin, specs={
+        'hw:numa_nodes': '2', 'hw:numa_cpus.0': '0-1', 'hw:numa_cpus.1': '0,^0',
+        'hw:numa_mem.0': '256', 'hw:numa_mem.1': '256'})
     before = admin.ids()
     resp = admin.post('/servers', {'server': {
         'name': 'numa', 'flavorRef': flavor, 'imageRef': api_support.IMAGE}})

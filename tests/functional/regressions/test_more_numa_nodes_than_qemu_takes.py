@@ -12,7 +12,6 @@ naming the key) and when a server is created with a flavor that already
 holds one.
 """
 
-import uuid as uuidlib
 
 import pytest
 
@@ -28,11 +27,7 @@ def admin(shared_plane):
 
 
 def _flavor(admin, vcpus=2, ram=512):
-    flavor = 'numa-%s' % uuidlib.uuid4().hex[:8]
-    assert admin.post('/flavors', {'flavor': {
-        'name': flavor, 'id': flavor, 'ram': ram, 'vcpus': vcpus,
-        'disk': 1}}).status_code == 200
-    return flavor
+    return api_support.new_flavor(admin, vcpus=vcpus, ram=ram)
 
 
 @pytest.mark.parametrize('value', ['129', '100000', '9' * 200])

@@ -13,7 +13,6 @@ than 4096 vCPUs (QEMU's most) with a 400 at create, nothing stored, and
 the topology route refuses to list cells stored before (409), at once.
 """
 
-import uuid as uuidlib
 
 import pytest
 import sqlalchemy as sa
@@ -43,14 +42,9 @@ def owner(app):
 
 
 def _flavor(app, vcpus):
-    admin = Api(app, token=api_support.ADMIN_TOKEN)
-    name = 'numa-%s' % uuidlib.uuid4().hex[:8]
-    assert admin.post('/flavors', {'flavor': {
-        'name': name, 'id': name, 'ram': 1024, 'vcpus': vcpus,
-        'disk': 1}}).status_code == 200
-    assert admin.post('/flavors/%s/os-extra_specs' % name, {
-        'extra_specs': {'hw:numa_nodes': '2'}}).status_code == 200
-    return name
+    return api_support.new_flavor(
+        Api(app, token=api_support.ADMIN_TOKEN), vcpus=vcpus, ram=1024,
+        specs={'hw:numa_nodes': '2'})
 
 
 def _create(owner, flavor):
