@@ -1,7 +1,6 @@
 """``/servers/{id}/action`` and ``/servers/{id}/os-instance-actions``
 (metadata, tags and the password: :mod:`api.routes.server_attrs`)."""
 
-
 import flask
 
 from api import actions
