@@ -2,6 +2,7 @@
 instance, a TCP listener from ``[serial_console] port_range`` when enabled,
 both kept through a regenerated definition; Xen keeps its pty."""
 
+import random
 import socket
 
 import pytest
@@ -53,8 +54,28 @@ def _free_port():
         return sock.getsockname()[1]
 
 
+def _three_free_ports():
+    """A first port whose next two are free too, below the kernel's
+    ephemeral range (where other tests' connections take ports at random);
+    bounded: 50 tries."""
+    rng = random.Random()
+    for _ in range(50):
+        first = rng.randrange(20000, 32000)
+        socks = [socket.socket() for _ in range(3)]
+        try:
+            for offset, sock in enumerate(socks):
+                sock.bind(('127.0.0.1', first + offset))
+            return first
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise AssertionError('no three consecutive free ports in 50 tries')
+
+
 def test_spawn_defines_a_logged_tcp_serial_on_a_free_port(make_driver):
-    first = _free_port()
+    first = _three_free_ports()
     drv = make_driver(console=_settings(first))
     one, two = new_uuid(), new_uuid()
     with socket.socket() as taken:     # something else holds the 2nd port
