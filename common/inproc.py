@@ -5,8 +5,11 @@ The embedded control plane (``tristate-all``, the functional tests) runs a
 conductor and its agents in one process. kombu's memory transport polls every
 queue of every consumer (oslo.messaging sets its interval to zero, a spinning
 core; Tristate pinned it to a millisecond, still a wait per hop and most of
-an idle plane's CPU). Here a message is handed over under one lock and the
-listeners that can take it are woken at once.
+an idle plane's CPU). Here the sender's thread hands a message straight to a
+started server's executor (oslo.messaging's ``on_incoming`` callback): no
+polling thread between the two, so a call costs one thread hand-over each
+way. A message no started server takes waits in its queue, and a server
+takes what waits when it starts.
 
 Semantics follow the AMQP drivers where Tristate relies on them:
 
@@ -26,8 +29,8 @@ Semantics follow the AMQP drivers where Tristate relies on them:
 """
 
 import itertools
+import logging
 import threading
-import time
 
 from oslo_serialization import jsonutils
 
@@ -40,6 +43,7 @@ _queues = {}             # key -> list of (ctxt, message, reply slot or None)
 _listeners = {}          # key -> set of _Listener
 _fanout = {}             # (exchange, topic) -> set of _Listener
 _ids = itertools.count(1)
+LOG = logging.getLogger(__name__)
 # Notifications kept per queue while no one takes them (the oldest go):
 # notifications sent with no listener must not grow the process forever.
 NOTIFICATIONS_KEPT = 10000
@@ -65,15 +69,55 @@ class _Reply:
         return self._done.wait(timeout)
 
 
-def _deliver(key, item, limit=None):
-    """Queue ``item`` under ``key`` and wake the listeners of it. Call with
-    ``_lock`` held. ``limit``: drop the oldest beyond it."""
+_turns = {}              # key -> count of messages handed to its listeners
+_idle = threading.Condition(_lock)      # a listener's last hand-over ended
+
+
+def _deliver(key, item, limit=None, front=False):
+    """Give ``item`` to a started listener of ``key`` (in turn, when they
+    share it), or queue it there (``limit``: drop the oldest beyond it;
+    ``front``: a requeued message goes first). Call with ``_lock`` held;
+    returns ``(listener, callback)`` for :func:`_hand` to call once the
+    lock is released, or None when queued."""
+    started = sorted((listener for listener in _listeners.get(key, ())
+                      if listener.callback is not None),
+                     key=lambda listener: listener.serial)
+    if started:
+        turn = _turns.get(key, 0)
+        _turns[key] = turn + 1
+        listener = started[turn % len(started)]
+        listener.busy += 1
+        return listener, listener.callback, key, item
     queue = _queues.setdefault(key, [])
-    queue.append(item)
+    if front:
+        queue.insert(0, item)
+    else:
+        queue.append(item)
     if limit is not None and len(queue) > limit:
         del queue[:len(queue) - limit]
-    for listener in _listeners.get(key, ()):
-        listener.wake()
+    return None
+
+
+def _hand(handover):
+    """Run what :func:`_deliver` chose, outside ``_lock``: the server's
+    callback (it submits the message to the server's executor). A callback
+    that fails leaves the message queued for the next listener."""
+    if handover is None:
+        return
+    listener, callback, key, item = handover
+    ctxt, message, reply = item
+    try:
+        callback([_Incoming(listener, ctxt, message, reply, key)])
+    except Exception:
+        LOG.exception('The in-process bus could not hand a message to its '
+                      'server; it stays queued')
+        with _lock:
+            _queues.setdefault(key, []).insert(0, item)
+    finally:
+        with _lock:
+            listener.busy -= 1
+            if not listener.busy:
+                _idle.notify_all()
 
 
 class _Incoming(base.RpcIncomingMessage):
@@ -97,26 +141,28 @@ class _Incoming(base.RpcIncomingMessage):
 
     def requeue(self):
         with _lock:
-            _queues.setdefault(self._key, []).insert(
-                0, (self.ctxt, self.message, self._reply))
-            for listener in _listeners.get(self._key, ()):
-                listener.wake()
+            handover = _deliver(self._key,
+                                (self.ctxt, self.message, self._reply),
+                                front=True)
+        _hand(handover)
 
     def heartbeat(self):
         pass
 
 
-class _Listener(base.PollStyleListener):
-    """Takes messages from its queues, in order of its keys."""
+class _Listener(base.Listener):
+    """A server's queues: messages are handed to its callback while it is
+    started, in the sender's thread; a listener that starts takes what
+    waits in its queues, in order of its keys."""
 
     def __init__(self, keys, fanout=None, fanout_key=None):
-        super().__init__()
+        super().__init__(batch_size=1, batch_timeout=None)
         self._keys = keys
         self._fanout = fanout
         self.fanout_key = fanout_key
-        self._cv = threading.Condition(threading.Lock())
-        self._pending = False
-        self._stopped = False
+        self.serial = next(_ids)
+        self.callback = None        # guarded by _lock, as busy is
+        self.busy = 0               # hand-overs to the callback under way
         with _lock:
             for key in keys:
                 _queues.setdefault(key, [])
@@ -124,43 +170,26 @@ class _Listener(base.PollStyleListener):
             if fanout is not None:
                 _fanout.setdefault(fanout, set()).add(self)
 
-    def wake(self):
-        with self._cv:
-            self._pending = True
-            self._cv.notify()
-
-    def _take(self):
+    def start(self, on_incoming_callback):
+        super().start(on_incoming_callback)
         with _lock:
+            waiting = [(key, item) for key in self._keys
+                       for item in _queues.get(key, ())]
             for key in self._keys:
-                queue = _queues.get(key)
-                if queue:
-                    return key, queue.pop(0)
-        return None, None
-
-    @base.batch_poll_helper
-    def poll(self, timeout=None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._cv:
-                if self._stopped:
-                    return None
-                self._pending = False
-            key, item = self._take()
-            if item is not None:
-                ctxt, message, reply = item
-                return _Incoming(self, ctxt, message, reply, key)
-            with self._cv:
-                while not self._pending and not self._stopped:
-                    left = None if deadline is None else (
-                        deadline - time.monotonic())
-                    if left is not None and left <= 0:
-                        return None
-                    self._cv.wait(left)
+                if key in _queues:
+                    _queues[key] = []
+            self.callback = on_incoming_callback
+            self.busy += len(waiting)
+        for key, item in waiting:
+            _hand((self, on_incoming_callback, key, item))
 
     def stop(self):
-        with self._cv:
-            self._stopped = True
-            self._cv.notify_all()
+        """No message is handed over once this returns."""
+        with _lock:
+            self.callback = None
+            while self.busy:
+                _idle.wait()
+        super().stop()
 
     def cleanup(self):
         with _lock:
@@ -187,12 +216,16 @@ class InProcDriver(base.BaseDriver):
         item = (_copy(ctxt), _copy(message), reply)
         with _lock:
             if target.fanout:
-                for listener in _fanout.get((exchange, target.topic), ()):
-                    _deliver(listener.fanout_key, item)
+                handovers = [_deliver(listener.fanout_key, item)
+                             for listener in _fanout.get(
+                                 (exchange, target.topic), ())]
             elif target.server:
-                _deliver(('rpc', exchange, target.topic, target.server), item)
+                handovers = [_deliver(
+                    ('rpc', exchange, target.topic, target.server), item)]
             else:
-                _deliver(('rpc', exchange, target.topic), item)
+                handovers = [_deliver(('rpc', exchange, target.topic), item)]
+        for handover in handovers:
+            _hand(handover)
         if reply is None:
             return None
         if not reply.wait(timeout):
@@ -210,8 +243,10 @@ class InProcDriver(base.BaseDriver):
             pools = {key for key in _queues
                      if key[:3] == ('notify', exchange, target.topic)}
             pools.add(('notify', exchange, target.topic, None))
-            for key in pools:
-                _deliver(key, item, NOTIFICATIONS_KEPT)
+            handovers = [_deliver(key, item, NOTIFICATIONS_KEPT)
+                         for key in sorted(pools, key=repr)]
+        for handover in handovers:
+            _hand(handover)
 
     def listen(self, target, batch_size, batch_timeout):
         exchange = self._exchange(target)
@@ -220,16 +255,14 @@ class InProcDriver(base.BaseDriver):
                 ('rpc', exchange, target.topic), fanout_key]
         listener = _Listener(keys, fanout=(exchange, target.topic),
                              fanout_key=fanout_key)
-        return base.PollStyleListenerAdapter(listener, batch_size,
-                                             batch_timeout)
+        return listener
 
     def listen_for_notifications(self, targets_and_priorities, pool,
                                  batch_size, batch_timeout):
         keys = [('notify', self._exchange(target),
                  '%s.%s' % (target.topic, priority), pool)
                 for target, priority in targets_and_priorities]
-        return base.PollStyleListenerAdapter(_Listener(keys), batch_size,
-                                             batch_timeout)
+        return _Listener(keys)
 
     def cleanup(self):
         pass

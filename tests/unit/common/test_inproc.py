@@ -200,3 +200,31 @@ def test_notifications_no_one_takes_are_bounded(bus, monkeypatch):
     finally:
         listener.stop()
         listener.wait()
+
+
+def test_a_server_takes_messages_without_a_polling_thread(bus, topic,
+                                                          servers):
+    """The sender's thread hands a message to the server's executor: no
+    thread polls the queue in between (a hand-over less per message)."""
+    before = {t.name for t in threading.enumerate()}
+    server = servers(bus.server(topic, [Endpoint()], server='s1'))
+    assert {t.name for t in threading.enumerate()} == before
+    client = bus.client(topic, '1.0', timeout=5).prepare(server='s1')
+    assert client.call(CTX, 'echo', value=1)['value'] == 1
+    seen = {}
+
+    def callback(incoming):         # what the executor is given, and where
+        seen['thread'] = threading.current_thread()
+        seen['methods'] = [m.message['method'] for m in incoming]
+        raise RuntimeError('the executor is gone')
+    server.listener.on_incoming_callback = None
+    server.listener.callback = callback
+    client.cast(CTX, 'note', value=2)
+    assert seen == {'thread': threading.current_thread(),
+                    'methods': ['note']}
+    # a hand-over that failed leaves the message for the next server
+    server.stop()
+    server.wait()
+    endpoint = Endpoint('next')
+    servers(bus.server(topic, [endpoint], server='s1'))
+    _wait(lambda: endpoint.seen == [2])
