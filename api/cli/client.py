@@ -5,6 +5,7 @@ own message (a 409 names the instance, its vm_state, the running task and
 the states the action needs), so the command line can print it as it is.
 """
 
+import string
 import time
 from urllib import parse
 
@@ -36,6 +37,21 @@ def _message(resp):
         if isinstance(fault, dict) and 'message' in fault:
             return fault['message']
     return str(body)
+
+
+def exact_name_pattern(name):
+    """A regular expression (RE2, as the API's ``name`` filter takes) that
+    matches ``name`` alone: punctuation escaped, other characters that are
+    not letters or digits (spaces, symbols) each in a class of its own."""
+    out = []
+    for char in name:
+        if char.isalnum() or char == '_':
+            out.append(char)
+        elif char in string.punctuation:
+            out.append('\\' + char)
+        else:
+            out.append('[%s]' % char)
+    return '^%s$' % ''.join(out)
 
 
 def next_marker(links):
@@ -131,8 +147,10 @@ class ApiClient:
         except ApiError as err:
             if err.status != 404:
                 raise
-        found = [s for s in self.get('/servers/detail')['servers']
-                 if s['name'] == name_or_id]
+        # Every page, narrowed by the API's name filter (a regular
+        # expression: the name matched exactly, its characters literal).
+        found = [s for s in self.list_servers({'name': exact_name_pattern(
+            name_or_id)}) if s['name'] == name_or_id]
         if len(found) == 1:
             return found[0]
         if not found:

@@ -63,3 +63,65 @@ def test_next_marker_reads_the_next_link():
              {'rel': 'next', 'href': 'http://x/servers?limit=2&marker=m%2B1'}]
     assert client_mod.next_marker(links) == 'm+1'
     assert client_mod.next_marker(None) is None
+
+
+class FakeServersApi(client_mod.ApiClient):
+    """``/servers/detail`` in pages of two, filtered by ``name`` as the API
+    does (an RE2 search); no server has the id asked for."""
+
+    def __init__(self, names):      # no session: nothing is sent
+        self.servers = [{'id': 'id-%d' % n, 'name': name}
+                        for n, name in enumerate(names)]
+        self.asked = []
+
+    def server(self, server_id):
+        raise client_mod.ApiError('not found', status=404)
+
+    def get(self, path, **params):
+        import re2
+        self.asked.append(dict(params))
+        pattern = re2.compile(params.get('name', ''))
+        found = [s for s in self.servers if pattern.search(s['name'])]
+        start = 0
+        if params.get('marker'):
+            start = [s['id'] for s in found].index(params['marker']) + 1
+        page = found[start:start + 2]
+        body = {'servers': page}
+        if start + 2 < len(found):
+            body['servers_links'] = [{
+                'rel': 'next',
+                'href': 'http://x/servers/detail?marker=%s' % page[-1]['id']}]
+        return body
+
+
+def test_a_server_is_found_by_name_beyond_the_first_page():
+    names = ['web', 'web-1', 'a web', 'xweb', 'w.b', 'web (2)', 'web']
+    api = FakeServersApi(names[:6])
+    found = api.find_server('web (2)')
+    assert found['id'] == 'id-5'
+    api = FakeServersApi(['web-%d' % n for n in range(7)] + ['web.5'])
+    assert api.find_server('web.5')['id'] == 'id-7'
+    assert len(api.asked) == 1       # the filter narrowed it to one page
+    api = FakeServersApi(names)
+    with pytest.raises(client_mod.ApiError, match='More than one'):
+        api.find_server('web')
+    with pytest.raises(client_mod.ApiError, match='No server') as err:
+        api.find_server('w b')
+    assert err.value.status == 404
+
+
+def test_the_exact_name_pattern_matches_that_name_alone():
+    import re2
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    @given(st.text(st.characters(blacklist_categories=('Cs',)),
+                   min_size=1, max_size=40))
+    def check(name):
+        pattern = re2.compile(client_mod.exact_name_pattern(name))
+        assert pattern.search(name)
+        assert not pattern.search(name + 'x')
+        assert not pattern.search('x' + name)
+        if len(name) > 1:
+            assert not pattern.search(name[1:])
+    check()
