@@ -1,6 +1,8 @@
 """Security groups on Nova's routes (issue 22): the ``addSecurityGroup`` and
 ``removeSecurityGroup`` server actions, ``GET /servers/{id}/os-security-groups``
-and, below 2.36 (Nova's proxy APIs), ``GET /os-security-groups[/{id}]``.
+and, below 2.36 (Nova's proxy APIs), ``GET /os-security-groups[/{id}]``;
+there, creating, changing or deleting a group or a rule is a 400 saying that
+Tristate does not do it yet (its one group cannot change).
 
 Tristate has one group, ``default``: all traffic allowed; a server's ports
 are in it or in none (all traffic dropped: the guest's links down). See
@@ -22,6 +24,7 @@ import flask
 
 from api import microversion
 from api import request
+from api import schemas
 from common import exception
 from common import secgroups
 
@@ -134,3 +137,44 @@ def server_index(server_id):
     return {'security_groups': [group_view(inst['project_id'])
                                 for name in names
                                 if name == secgroups.DEFAULT]}
+
+
+NOT_YET = ('%s is not supported yet: Tristate has one security group, '
+           '"default" (all traffic allowed), which cannot be changed; a '
+           'server\'s ports are in it or in none (addSecurityGroup, '
+           'removeSecurityGroup)')
+
+
+def _not_yet(what):
+    """Nova's proxy route that changes groups or rules: 404 where Nova has
+    none (2.36 and later), else a 400 saying so, for a caller who may see
+    the groups."""
+    _proxy_or_404()
+    request.json_body(schemas.ANYTHING)     # unsound JSON: a 400 saying so
+    _authorize()
+    raise exception.Invalid(NOT_YET % what)
+
+
+@bp.post('/os-security-groups')
+def create():
+    return _not_yet('Creating a security group')
+
+
+@bp.put('/os-security-groups/<group_id>')
+def update(group_id):
+    return _not_yet('Changing a security group')
+
+
+@bp.delete('/os-security-groups/<group_id>')
+def delete(group_id):
+    return _not_yet('Deleting a security group')
+
+
+@bp.post('/os-security-group-rules')
+def create_rule():
+    return _not_yet('Adding a security group rule')
+
+
+@bp.delete('/os-security-group-rules/<rule_id>')
+def delete_rule(rule_id):
+    return _not_yet('Deleting a security group rule')

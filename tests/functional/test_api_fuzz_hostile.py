@@ -125,6 +125,14 @@ TARGETS = [
     ('POST', '/os-networks/add', {'id': 'n'}, [], []),
     ('POST', '/os-networks/<network_id>/action', {'disassociate': None},
      [], []),
+    # Nova's security-group proxy: 400, not supported yet (one group)
+    ('POST', '/os-security-groups', {'security_group': {
+        'name': 'g', 'description': 'd'}}, [], []),
+    ('PUT', '/os-security-groups/<group_id>', {'security_group': {
+        'name': 'g', 'description': 'd'}}, [], []),
+    ('POST', '/os-security-group-rules', {'security_group_rule': {
+        'parent_group_id': 'g', 'ip_protocol': 'tcp', 'from_port': 22,
+        'to_port': 22, 'cidr': '0.0.0.0/0'}}, [], []),
     ('POST', '/servers/{id}/remote-consoles',
      {'remote_console': {'protocol': 'serial', 'type': 'serial'}}, [], []),
     ('POST', '/os-server-external-events', {'events': [

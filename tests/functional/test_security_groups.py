@@ -113,6 +113,36 @@ def test_nova_errors(nova, url, token):
     assert nova.servers.get(server.id).security_groups == DEFAULT
 
 
+def test_changing_groups_or_rules_is_a_400_not_supported_yet(shared_plane):
+    """Nova's proxy routes that create, change or delete a group or a rule:
+    a 400 saying so below 2.36 (they were a 405), Nova's 404 after; the
+    one group is unchanged."""
+    api = api_support.Api(api_support.make_app(shared_plane),
+                          token=api_support.ADMIN_TOKEN)
+    [group] = api.get('/os-security-groups',
+                      version='2.1').json['security_groups']
+    group_path = '/os-security-groups/%s' % group['id']
+    rule_path = '/os-security-group-rules/%s' % group['rules'][0]['id']
+    for method, path, body, what in (
+            ('POST', '/os-security-groups', {'security_group': {
+                'name': 'web', 'description': 'd'}}, 'Creating a security'),
+            ('PUT', group_path, {'security_group': {
+                'name': 'web', 'description': 'd'}}, 'Changing a security'),
+            ('DELETE', group_path, None, 'Deleting a security group'),
+            ('POST', '/os-security-group-rules', {'security_group_rule': {
+                'parent_group_id': group['id'], 'ip_protocol': 'tcp',
+                'from_port': 22, 'to_port': 22, 'cidr': '0.0.0.0/0'}},
+             'Adding a security group rule'),
+            ('DELETE', rule_path, None, 'Deleting a security group rule')):
+        resp = api.request(method, path, json=body, version='2.35')
+        assert resp.status_code == 400, (method, path, resp.json)
+        message = resp.json['badRequest']['message']
+        assert message.startswith(what) and 'not supported yet' in message
+        assert api.request(method, path, json=body,
+                           version='2.36').status_code == 404
+    assert api.get(group_path, version='2.1').json['security_group'] == group
+
+
 def test_a_stopped_server_and_a_create_with_no_groups(shared_plane, nova):
     server = _active(nova, nova.servers.create('sg-stop', IMAGE, 'tiny',
                                                security_groups=[]))
