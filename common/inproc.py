@@ -78,7 +78,8 @@ def _deliver(key, item, limit=None, front=False):
     share it), or queue it there (``limit``: drop the oldest beyond it;
     ``front``: a requeued message goes first). Call with ``_lock`` held;
     returns ``(listener, callback)`` for :func:`_hand` to call once the
-    lock is released, or None when queued."""
+    lock is released (``(listener, callback, key, item)``), or None when
+    queued."""
     started = sorted((listener for listener in _listeners.get(key, ())
                       if listener.callback is not None),
                      key=lambda listener: listener.serial)
@@ -100,24 +101,27 @@ def _deliver(key, item, limit=None, front=False):
 
 def _hand(handover):
     """Run what :func:`_deliver` chose, outside ``_lock``: the server's
-    callback (it submits the message to the server's executor). A callback
-    that fails leaves the message queued for the next listener."""
-    if handover is None:
-        return
-    listener, callback, key, item = handover
-    ctxt, message, reply = item
-    try:
-        callback([_Incoming(listener, ctxt, message, reply, key)])
-    except Exception:
-        LOG.exception('The in-process bus could not hand a message to its '
-                      'server; it stays queued')
-        with _lock:
-            _queues.setdefault(key, []).insert(0, item)
-    finally:
-        with _lock:
-            listener.busy -= 1
-            if not listener.busy:
-                _idle.notify_all()
+    callback (it submits the message to the server's executor). A server
+    whose callback fails (its executor shut down) takes no more messages:
+    this one goes to another listener of its queue, or waits there."""
+    while handover is not None:
+        listener, callback, key, item = handover
+        ctxt, message, reply = item
+        try:
+            callback([_Incoming(listener, ctxt, message, reply, key)])
+            handover = None
+        except Exception:
+            LOG.exception('The in-process bus could not hand a message to '
+                          'its server; it goes to another or waits')
+            with _lock:
+                if listener.callback is callback:
+                    listener.callback = None
+                handover = _deliver(key, item, front=True)
+        finally:
+            with _lock:
+                listener.busy -= 1
+                if not listener.busy:
+                    _idle.notify_all()
 
 
 class _Incoming(base.RpcIncomingMessage):
@@ -198,6 +202,7 @@ class _Listener(base.Listener):
             if self._fanout is not None:
                 _fanout.get(self._fanout, set()).discard(self)
                 _queues.pop(self.fanout_key, None)
+                _turns.pop(self.fanout_key, None)
 
 
 class InProcDriver(base.BaseDriver):
