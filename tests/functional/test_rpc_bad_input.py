@@ -4,6 +4,7 @@ logged as a security event); unknown methods and wrong arguments are
 refused with a reason and the conductor carries on."""
 
 import logging
+import sys
 
 import pytest
 
@@ -12,6 +13,7 @@ from common import exception
 from common import rpc
 from common.states import power
 from common.states import step
+from compute_agent.virt import fake
 from conductor import rpcapi
 from tests.functional.conftest import faults
 from tests.functional.conftest import wait_for
@@ -29,7 +31,20 @@ def hung(plane, ctx):
     wait_instance(plane, inst['uuid'],
                   lambda i: i['progress_step'] == step.SPAWNING,
                   what='the build to spawn')
+    # The step is reported before the spawn starts: until the spawn holds
+    # in the fault, a test that clears it would see the build succeed.
+    wait_for(_a_spawn_hangs, what='the spawn to hang')
     return plane.statedb.get_instance(inst['uuid'])
+
+
+def _a_spawn_hangs():
+    for top in sys._current_frames().values():
+        frame = top
+        while frame is not None:
+            if frame.f_code is fake.FakeDriver._hang.__code__:
+                return True
+            frame = frame.f_back
+    return False
 
 
 @pytest.fixture
