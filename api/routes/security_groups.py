@@ -155,26 +155,23 @@ def _not_yet(what):
     raise exception.Invalid(NOT_YET % what)
 
 
-@bp.post('/os-security-groups')
-def create():
-    return _not_yet('Creating a security group')
+# Nova's proxy routes that change groups or rules, and what each would do.
+CHANGES = (
+    ('POST', '/os-security-groups', 'Creating a security group'),
+    ('PUT', '/os-security-groups/<group_id>', 'Changing a security group'),
+    ('DELETE', '/os-security-groups/<group_id>', 'Deleting a security group'),
+    ('POST', '/os-security-group-rules', 'Adding a security group rule'),
+    ('DELETE', '/os-security-group-rules/<rule_id>',
+     'Deleting a security group rule'),
+)
 
 
-@bp.put('/os-security-groups/<group_id>')
-def update(group_id):
-    return _not_yet('Changing a security group')
+def _refusal(what):
+    def refuse(**ids):
+        return _not_yet(what)
+    return refuse
 
 
-@bp.delete('/os-security-groups/<group_id>')
-def delete(group_id):
-    return _not_yet('Deleting a security group')
-
-
-@bp.post('/os-security-group-rules')
-def create_rule():
-    return _not_yet('Adding a security group rule')
-
-
-@bp.delete('/os-security-group-rules/<rule_id>')
-def delete_rule(rule_id):
-    return _not_yet('Deleting a security group rule')
+for _n, (_method, _rule, _what) in enumerate(CHANGES):
+    bp.add_url_rule(_rule, 'not_yet_%d' % _n, _refusal(_what),
+                    methods=[_method])
