@@ -111,7 +111,12 @@ FEATURES = {
 }
 # tristate-all's config beyond Keystone's: none (adminPass is answered, as
 # Nova's default [api] enable_instance_password = true).
-PLANE_SECTIONS = {}
+# Nova's default quotas, which Tempest is written against. Tristate's are
+# unlimited (-1), and Tempest's quota-class test adds 100 to each default
+# while other classes build servers in parallel (it restores them after):
+# from -1 that made every project's RAM quota 99 MB meanwhile, and their
+# builds failed (a CI failure; Tempest's own note in that test says so).
+PLANE_SECTIONS = {'quota': {'instances': 10, 'cores': 20, 'ram': 51200}}
 # The areas of CI's subset (tests/integration/test_tempest_subset.py):
 # ``--ci-list`` writes the tests of these that passed.
 CI_AREAS = re.compile(r'^tempest\.api\.compute\.(servers|flavors|limits|'

@@ -152,3 +152,29 @@ def test_ci_list_leaves_out_classes_that_build_servers_but_a_few(tmp_path):
                       '^tempest\\.api\\.compute\\.servers\\.test_list_server_'
                       'filters\\.ListServerFiltersTestJSON\\.test_list_servers_'
                       'filter_by_image(\\[|$)']
+
+
+def test_the_tempest_plane_has_room_while_tempest_raises_the_defaults():
+    """Tempest's quota-class test adds 100 to every default quota (and
+    restores them after) while other classes build servers in parallel:
+    with Tristate's unlimited defaults (-1) that was 99 MB of RAM for
+    every project meanwhile, and a class building three servers failed in
+    CI. The Tempest plane's defaults must leave room for them."""
+    from oslo_config import cfg
+
+    from common import conf as tconf
+    from common import flavors
+    conf = cfg.ConfigOpts()
+    tconf.register_all(conf)
+    conf([], default_config_files=[])
+    for group, values in tempest.PLANE_SECTIONS.items():
+        for name, value in values.items():
+            conf.set_override(name, value, group=group)
+    # the flavors Tempest is given: the two smallest (tempest_conf)
+    alt = sorted(flavors.parse(conf.conductor.flavors).values(),
+                 key=lambda f: (f.memory_mb, f.vcpus, f.disk_gb))[1]
+    need = {'instances': 3, 'cores': 3 * alt.vcpus, 'ram': 3 * alt.memory_mb}
+    for resource, wanted in need.items():
+        default = getattr(conf.quota, resource)
+        # what the quota-class test sets: unlimited (-1) becomes 99
+        assert default != -1 and default + 100 >= wanted, (resource, default)
