@@ -77,9 +77,8 @@ def _deliver(key, item, limit=None, front=False):
     """Give ``item`` to a started listener of ``key`` (in turn, when they
     share it), or queue it there (``limit``: drop the oldest beyond it;
     ``front``: a requeued message goes first). Call with ``_lock`` held;
-    returns ``(listener, callback)`` for :func:`_hand` to call once the
-    lock is released (``(listener, callback, key, item)``), or None when
-    queued."""
+    returns the hand-over ``(listener, callback, key, item)`` for
+    :func:`_hand` to run once the lock is released, or None when queued."""
     started = sorted((listener for listener in _listeners.get(key, ())
                       if listener.callback is not None),
                      key=lambda listener: listener.serial)

@@ -217,7 +217,6 @@ def test_a_server_takes_messages_without_a_polling_thread(bus, topic,
         seen['thread'] = threading.current_thread()
         seen['methods'] = [m.message['method'] for m in incoming]
         raise RuntimeError('the executor is gone')
-    server.listener.on_incoming_callback = None
     server.listener.callback = callback
     client.cast(CTX, 'note', value=2)
     assert seen == {'thread': threading.current_thread(),
