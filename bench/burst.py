@@ -15,16 +15,19 @@ each round, so that neither always pays the process's first-use costs.
 The ratio held to the target is that of the two median rates; the median
 of the rounds' own ratios (the two bursts of a round run back to back) is
 printed too, without a target. So are the CPU per build of the whole
-process (API, conductor, fake agents, clients: ``time.process_time()``
-around each burst) and the conductor's CPU per create call (its thread's
-``time.thread_time()`` across ``Flows.create``: the create transaction,
-addresses included, and the placement; the machine's load does not count
-in it as it does in wall time), to compare forms such as ``--network``
-(issue 23: port allocation ≤ 1 ms of conductor CPU per build).
+process (API, conductor, fake agents: ``time.process_time()`` around each
+burst; the clients post from a child process, :mod:`bench.clients`, and
+count only with ``--clients-here``) and the conductor's CPU per create
+call (its thread's ``time.thread_time()`` across ``Flows.create``: the
+create transaction, addresses included, and the placement; the machine's
+load does not count in it as it does in wall time), to compare forms such
+as ``--network`` (issue 23: port allocation ≤ 1 ms of conductor CPU per
+build).
 """
 
 import time
 
+from bench import clients as clients_mod
 from bench import core
 from bench import plane as plane_mod
 
@@ -43,17 +46,30 @@ def add_arguments(parser):
     parser.add_argument('--network', action='store_true',
                         help='a port and address on a network for every '
                              'build (issue 23)')
+    parser.add_argument('--clients-here', action='store_true',
+                        help='post from threads of the measuring process '
+                             '(as before the eighteenth session) instead of '
+                             'a child process')
     core.add_rounds(parser, default=5)
 
 
-def burst(plane, count, clients, tag):
-    """Seconds from the first POST until ``count`` servers are ACTIVE."""
-    with plane_mod.connections(plane, clients) as conns:
+def burst(plane, count, clients, tag, *, child=True):
+    """Seconds from the first POST until ``count`` servers are ACTIVE;
+    the clients post from a child process (:mod:`bench.clients` says why),
+    or with ``child=False`` from threads of this one."""
+    timeout = max(120.0, count * 0.5)
+    if not child:
+        with plane_mod.connections(plane, clients) as conns:
+            started = time.monotonic()
+            uuids, _ = clients_mod.run_clients(
+                clients, lambda n, i: conns[n].create('%s%d' % (tag, i)),
+                list(range(count)))
+            plane.wait_all_active(uuids, timeout=timeout)
+            return time.monotonic() - started
+    with plane.client_process(clients) as posting:
         started = time.monotonic()
-        uuids, _ = plane_mod.run_clients(
-            clients, lambda n, i: conns[n].create('%s%d' % (tag, i)),
-            list(range(count)))
-        plane.wait_all_active(uuids, timeout=max(120.0, count * 0.5))
+        uuids = posting.create(tag, count, timeout=timeout)
+        plane.wait_all_active(uuids, timeout=timeout)
         return time.monotonic() - started
 
 
@@ -86,7 +102,8 @@ def run(args):
                                 network=args.network) as plane:
                 spent = _counting_creates(plane)
                 used = time.process_time()
-                seconds = burst(plane, count, args.clients, 'b')
+                seconds = burst(plane, count, args.clients, 'b',
+                                child=not args.clients_here)
                 used = time.process_time() - used
             rates[count].append(count / seconds)
             cpu[count].append(used * 1e3 / count)

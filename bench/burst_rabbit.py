@@ -36,6 +36,7 @@ class ApiTier:
     """This process as the API tier of separate daemons."""
 
     http = plane_mod.Plane.http
+    client_process = plane_mod.Plane.client_process
     wait_all_active = plane_mod.Plane.wait_all_active
 
     def __init__(self, daemons):

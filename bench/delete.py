@@ -18,6 +18,7 @@ requests together.
 
 import time
 
+from bench import clients as clients_mod
 from bench import core
 from bench import plane as plane_mod
 
@@ -49,9 +50,9 @@ def one_round(args):
                 if status != 204:
                     raise RuntimeError('DELETE answered %d: %s' % (status, body))
                 return (time.monotonic() - started) * 1e3
-            times, seconds = plane_mod.run_clients(
+            times, seconds = clients_mod.run_clients(
                 args.clients, delete, uuids[:args.deletes])
-            alone, _ = plane_mod.run_clients(1, delete, uuids[args.deletes:])
+            alone, _ = clients_mod.run_clients(1, delete, uuids[args.deletes:])
         left = [i for i in plane.statedb.list_instances()
                 if i['uuid'] in set(uuids) and i['vm_state'] != 'hard_deleted']
         if left:

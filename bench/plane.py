@@ -1,25 +1,24 @@
 """The embedded control plane (``tristate-all``'s) with its REST API, as the
-scenarios use it, and a small HTTP client for the API.
+scenarios use it (its HTTP clients are :mod:`bench.clients`).
 
 Each plane gets RPC topics of its own (kombu's in-memory bus is global to
 the process, as in tests/functional/conftest.py) and a state directory
-under a temporary directory removed when the plane stops. The fake
+under a temporary directory removed when the plane stops; the fake hosts'
+files are on tmpfs when the machine has one (:class:`Plane`). The fake
 hypervisor's hosts get room for thousands of tiny instances, so that a
 burst measures the plane, not the scheduler saying no.
 """
 
 import contextlib
-import http.client
-import json
 import logging
+import os
 import shutil
 import tempfile
-import threading
-import time
 import uuid as uuidlib
 
 from oslo_config import cfg
 
+from bench import clients
 from bench import core
 from bench import imagedata
 from common import conf as tconf
@@ -27,9 +26,11 @@ from common import context
 from common import rpc
 from common import service
 from common.states import vm
+from compute_agent.virt import fake_store
 from conductor import embedded
 
 MEMORY_URL = embedded.MEMORY_URL
+SHM = '/dev/shm'
 FLAVOR = 'tiny'
 # Every plane's catalogue holds it (bench.imagedata.register_image).
 IMAGE = imagedata.IMAGE
@@ -73,6 +74,25 @@ def new_conf(state_dir, **groups):
 NETWORK = 'bench-net'
 
 
+def _fake_hosts_on_tmpfs(state_dir):
+    """The fake hosts' files (``<state_dir>/fakevirt``) in a directory of
+    their own on tmpfs, linked from ``state_dir``; that directory, or None
+    (and the files in ``state_dir``) when the machine has no writable
+    ``/dev/shm``.
+
+    They stand for what a hypervisor keeps in its own memory (libvirtd's
+    domains), in another process than the control plane; on a disk (ext4
+    mounted with ``discard`` here) their writes cost the plane's process a
+    millisecond or more a build and moved with the disk. The database and
+    the agents' task journals stay in ``state_dir``: they are the plane's.
+    """
+    if not (os.path.isdir(SHM) and os.access(SHM, os.W_OK)):
+        return None
+    fake_tmp = tempfile.mkdtemp(prefix='tristate-bench-fakevirt-', dir=SHM)
+    os.symlink(fake_tmp, fake_store.store_dir(state_dir))
+    return fake_tmp
+
+
 class Plane:
     """An embedded plane with ``hosts`` agents and, with ``api=True``, its
     REST API on a free port of 127.0.0.1. A context manager."""
@@ -80,6 +100,7 @@ class Plane:
     def __init__(self, *, hosts=4, api=True, periodic_jobs=True,
                  network=False, **groups):
         self.tmp = tempfile.mkdtemp(prefix='tristate-bench-')
+        self.fake_tmp = _fake_hosts_on_tmpfs(self.tmp)
         if network:     # every build gets a port on it (issue 23)
             groups.setdefault('network', {})['default_network'] = NETWORK
         self.network = network
@@ -124,6 +145,8 @@ class Plane:
         finally:
             self.conf.reset()
             shutil.rmtree(self.tmp, ignore_errors=True)
+            if self.fake_tmp is not None:
+                shutil.rmtree(self.fake_tmp, ignore_errors=True)
 
     @property
     def statedb(self):
@@ -134,7 +157,14 @@ class Plane:
         return self.embedded.client
 
     def http(self):
-        return Http(self.api.host, self.api.port)
+        return clients.Http(self.api.host, self.api.port, token=TOKEN,
+                            flavor=FLAVOR, image=IMAGE)
+
+    def client_process(self, count):
+        """``count`` connections to the API in a child process (a context
+        manager; :class:`bench.clients.ClientProcess`)."""
+        return clients.ClientProcess(self.api.host, self.api.port, count,
+                                     token=TOKEN, flavor=FLAVOR, image=IMAGE)
 
     # --- waiting on the database (cheaper than polling the API) --------------
 
@@ -179,64 +209,6 @@ class Plane:
             image_ref=IMAGE)['uuid'] for i in range(count)]
         self.wait_all_active(uuids, timeout=timeout)
         return uuids
-
-
-class Http:
-    """One keep-alive connection to the API, as user ``bench``."""
-
-    def __init__(self, host, port):
-        self.conn = http.client.HTTPConnection(host, port, timeout=60)
-        self.headers = {'Content-Type': 'application/json',
-                        'Accept': 'application/json',
-                        'X-Auth-Token': TOKEN}
-
-    def request(self, method, path, body=None):
-        """(status, parsed body or None)."""
-        data = None if body is None else json.dumps(body)
-        self.conn.request(method, '/v2.1' + path, body=data,
-                          headers=self.headers)
-        resp = self.conn.getresponse()
-        raw = resp.read()
-        return resp.status, (json.loads(raw) if raw else None)
-
-    def create(self, name):
-        status, body = self.request('POST', '/servers', {'server': {
-            'name': name, 'flavorRef': FLAVOR, 'imageRef': IMAGE}})
-        if status != 202:
-            raise RuntimeError('POST /servers answered %d: %s' % (status, body))
-        return body['server']['id']
-
-    def close(self):
-        self.conn.close()
-
-
-def run_clients(count, work, items):
-    """Run ``work(http_index, item)`` over ``items`` from ``count`` threads
-    (each item once); return (results in item order, wall seconds)."""
-    results = [None] * len(items)
-    lock = threading.Lock()
-    todo = iter(range(len(items)))
-    errors = []
-
-    def client(index):
-        while not errors:
-            with lock:
-                i = next(todo, None)
-            if i is None:
-                return
-            try:
-                results[i] = work(index, items[i])
-            except Exception as err:     # reported by the caller
-                errors.append(err)
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(count)]
-    started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return results, time.monotonic() - started
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import shutil
+import socket
 
 import pytest
 
@@ -145,7 +146,8 @@ def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
         def __exit__(self, *exc):
             return False
 
-    def fake_burst(plane, count, clients, tag):
+    def fake_burst(plane, count, clients, tag, *, child):
+        assert child        # the clients post from a child process
         order.append(count)
         return next(seconds[count])
     monkeypatch.setattr(burst.plane_mod, 'Plane', Plane)
@@ -251,3 +253,45 @@ def test_random_sources_have_their_size_and_go_away():
         with open(paths[1], 'rb') as f:
             assert len(set(f.read(4096))) > 64        # not zeros: random
     assert not any(os.path.exists(path) for path in paths.values())
+
+
+def test_burst_clients_here_post_from_this_process(monkeypatch):
+    from bench import burst
+    children = []
+
+    class Plane:
+        def __init__(self, hosts, **options):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def fake_burst(plane, count, clients, tag, *, child):
+        children.append(child)
+        return 0.1
+    monkeypatch.setattr(burst.plane_mod, 'Plane', Plane)
+    monkeypatch.setattr(burst, 'burst', fake_burst)
+    monkeypatch.setattr(burst, '_counting_creates', lambda plane: [0.001])
+    parser = argparse.ArgumentParser()
+    burst.add_arguments(parser)
+    burst.run(parser.parse_args(['--builds', '8', '--big', '0', '--rounds',
+                                 '1', '--clients-here']))
+    assert children == [False]
+
+
+def test_child_clients_report_a_failed_post():
+    """The child process's clients say why a create failed (here: no API
+    listens on the port), and the parent raises it."""
+    from bench import clients
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]     # bound, not listening: refused
+        with pytest.raises(RuntimeError) as err:
+            with clients.ClientProcess('127.0.0.1', port, 2, token='t',
+                                       flavor='f', image='i') as posting:
+                posting.create('x', 3, timeout=30)
+    assert 'bench client' in str(err.value)
+    assert 'ConnectionRefused' in str(err.value)
