@@ -26,7 +26,15 @@ _PER_INSTANCE = {'instances': lambda f: 1, 'cores': lambda f: f.vcpus,
 
 
 def reservation_id():
-    return 'r-' + ''.join(secrets.choice(_RID_CHARS) for _ in range(8))
+    """``r-`` and 8 of a-z 0-9, as Nova's: from one draw of 48 random bits
+    (a choice per character drew the kernel's randomness up to twice each,
+    on every create)."""
+    bits = secrets.randbits(48)
+    chars = []
+    for _ in range(8):
+        bits, index = divmod(bits, len(_RID_CHARS))
+        chars.append(_RID_CHARS[index])
+    return 'r-' + ''.join(chars)
 
 
 def counts(body):

@@ -26,6 +26,7 @@ from common import context
 from common import rpc
 from common import service
 from common.states import vm
+from compute_agent.virt import fake
 from compute_agent.virt import fake_store
 from conductor import embedded
 
@@ -75,10 +76,10 @@ NETWORK = 'bench-net'
 
 
 def _fake_hosts_on_tmpfs(state_dir):
-    """The fake hosts' files (``<state_dir>/fakevirt``) in a directory of
-    their own on tmpfs, linked from ``state_dir``; that directory, or None
-    (and the files in ``state_dir``) when the machine has no writable
-    ``/dev/shm``.
+    """The fake hosts' files (``<state_dir>/fakevirt``, and their guests'
+    console logs) in a directory of their own on tmpfs, linked from
+    ``state_dir``; that directory, or None (and the files in
+    ``state_dir``) when the machine has no writable ``/dev/shm``.
 
     They stand for what a hypervisor keeps in its own memory (libvirtd's
     domains), in another process than the control plane; on a disk (ext4
@@ -89,7 +90,9 @@ def _fake_hosts_on_tmpfs(state_dir):
     if not (os.path.isdir(SHM) and os.access(SHM, os.W_OK)):
         return None
     fake_tmp = tempfile.mkdtemp(prefix='tristate-bench-fakevirt-', dir=SHM)
-    os.symlink(fake_tmp, fake_store.store_dir(state_dir))
+    for sub in (fake_store.STORE_SUBDIR, fake.CONSOLE_SUBDIR):
+        os.mkdir(os.path.join(fake_tmp, sub))
+        os.symlink(os.path.join(fake_tmp, sub), os.path.join(state_dir, sub))
     return fake_tmp
 
 

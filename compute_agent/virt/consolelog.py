@@ -51,15 +51,28 @@ def append(path, text, max_bytes):
     """Add ``text`` to the log, moving a file that would pass
     ``max_bytes`` to its backup first (the fake driver's virtlogd)."""
     data = text.encode('utf-8', 'backslashreplace')
+    f = _open_end(path)
     try:
-        size = os.path.getsize(path)
+        size = os.fstat(f.fileno()).st_size
+        if size and size + len(data) > max_bytes:
+            f.close()
+            os.replace(path, BACKUP % path)
+            f = _open_end(path)
+        view = memoryview(data)
+        while view:
+            view = view[f.write(view):]
+    finally:
+        f.close()
+
+
+def _open_end(path):
+    """``path`` opened to append, unbuffered (one write a line, no
+    terminal check), its directory made if it is missing."""
+    try:
+        return open(path, 'ab', buffering=0)
     except FileNotFoundError:
-        size = 0
-    if size and size + len(data) > max_bytes:
-        os.replace(path, BACKUP % path)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, 'ab') as f:
-        f.write(data)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return open(path, 'ab', buffering=0)
 
 
 def remove(path):

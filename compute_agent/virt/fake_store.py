@@ -50,7 +50,6 @@ import fcntl
 import json
 import logging
 import os
-import tempfile
 
 from compute_agent.virt.driver import VirtError
 
@@ -115,16 +114,24 @@ def _load(path):
 
 def _stage(path, value):
     """Write ``value`` to a temporary file beside ``path``; its name.
-    Nothing is left behind if that fails."""
+    Nothing is left behind if that fails.
+
+    The caller holds the host's lock, which every writer of the host's
+    files takes, so the name needs no randomness: ``.<name>.<pid>.tmp``
+    (one left by a writer that died is written over)."""
     # json.dumps without indent: json.dump and indented output never use
     # the C encoder, and took most of a write's CPU time.
-    text = json.dumps(value, sort_keys=True)
+    data = json.dumps(value, sort_keys=True).encode()
     directory, name = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.%s.' % name,
-                               suffix='.tmp')
+    tmp = os.path.join(directory, '.%s.%d.tmp' % (name, os.getpid()))
     try:
-        with os.fdopen(fd, 'w') as f:
-            f.write(text)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
     except BaseException:
         _unlink(tmp)
         raise
@@ -275,10 +282,16 @@ class HostFiles:
 
     @contextlib.contextmanager
     def _locked(self):
-        os.makedirs(self.domains_dir, exist_ok=True)
-        with open(self._lock_path, 'a') as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fd = os.open(self._lock_path, os.O_WRONLY | os.O_CREAT, 0o600)
+        except FileNotFoundError:       # a new host: its directories first
+            os.makedirs(self.domains_dir, exist_ok=True)
+            fd = os.open(self._lock_path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
+        finally:
+            os.close(fd)
 
     def _domain_path(self, uuid):
         _check_name('domain', uuid)

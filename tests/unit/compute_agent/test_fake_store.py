@@ -232,3 +232,33 @@ def test_an_old_store_beside_a_new_one_is_refused_by_name(tmp_path):
     with pytest.raises(VirtError, match=path):
         fake.HostStore(str(tmp_path), 'h1').read()
     assert os.path.exists(path)
+
+
+def test_a_write_cut_short_leaves_no_temporary_file(drv, monkeypatch):
+    """The disk fills up while a staged file is written: the error goes
+    up, every file is as it was and the half-written one is gone."""
+    spawn(drv)
+    record = drv.domain_record(UUID)
+    real_write = os.write
+
+    def full(fd, data):
+        real_write(fd, bytes(data[:5]))
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(os, 'write', full)
+    with pytest.raises(OSError, match='No space'):
+        drv.pause(UUID)
+    monkeypatch.undo()
+    assert drv.domain_record(UUID) == record
+    for directory in (drv.store.dir, drv.store.domains_dir):
+        assert not [n for n in os.listdir(directory) if n.endswith('.tmp')]
+
+
+def test_a_temporary_file_left_by_a_dead_writer_is_written_over(drv):
+    spawn(drv)
+    stale = os.path.join(drv.store.domains_dir,
+                         '.%s.json.%d.tmp' % (UUID, os.getpid()))
+    with open(stale, 'w') as f:
+        f.write('{"half a record": ' * 100)
+    drv.pause(UUID)
+    assert drv.get_domain(UUID).power_state == power.PAUSED
+    assert not os.path.exists(stale)
