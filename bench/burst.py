@@ -3,6 +3,9 @@ every instance is ACTIVE; then a bigger burst, which must be no slower per
 server.
 
 Targets: ≥ 100 servers/s for 200; 1,000 no slower per server than 200.
+The plane's threads run on one CPU, as ``[DEFAULT] pin_to_cpu`` pins a
+daemon's (``--unpinned``: on every CPU), and the clients post from a child
+process (``--clients-here``: from this one).
 The clock starts before the first POST and stops when the last instance is
 ACTIVE with no task (rows polled every 10 ms).
 
@@ -46,6 +49,10 @@ def add_arguments(parser):
     parser.add_argument('--network', action='store_true',
                         help='a port and address on a network for every '
                              'build (issue 23)')
+    parser.add_argument('--unpinned', action='store_true',
+                        help='leave the plane\'s threads on every CPU '
+                             '(as before the eighteenth session) instead of '
+                             'one, as [DEFAULT] pin_to_cpu does')
     parser.add_argument('--clients-here', action='store_true',
                         help='post from threads of the measuring process '
                              '(as before the eighteenth session) instead of '
@@ -98,8 +105,8 @@ def run(args):
         for count in (sizes if round_no % 2 == 0 else sizes[::-1]):
             # A fresh plane each: the bigger burst must not start on a
             # fuller database than the first one did.
-            with plane_mod.Plane(hosts=args.hosts,
-                                network=args.network) as plane:
+            with plane_mod.Plane(hosts=args.hosts, network=args.network,
+                                 pin=not args.unpinned) as plane:
                 spent = _counting_creates(plane)
                 used = time.process_time()
                 seconds = burst(plane, count, args.clients, 'b',

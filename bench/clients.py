@@ -99,10 +99,13 @@ class ClientProcess:
     """``clients`` connections to ``host``:``port`` in a child process; a
     context manager. :meth:`create` runs one job there."""
 
-    def __init__(self, host, port, clients, *, token, flavor, image):
+    def __init__(self, host, port, clients, *, token, flavor, image,
+                 cpus=None):
         self.args = [sys.executable, '-m', 'bench.clients', host, str(port),
                      '--clients', str(clients), '--token', token,
                      '--flavor', flavor, '--image', image]
+        if cpus:        # not the measuring process's pinned CPU alone
+            self.args += ['--cpus', ','.join(str(c) for c in sorted(cpus))]
         self.proc = None
 
     def __enter__(self):
@@ -173,7 +176,11 @@ def main(argv=None):
     parser.add_argument('--token', required=True)
     parser.add_argument('--flavor', required=True)
     parser.add_argument('--image', required=True)
+    parser.add_argument('--cpus', help='the CPUs to run on (0,1,...): a '
+                        'child inherits its parent\'s, which may be pinned')
     args = parser.parse_args(argv)
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(',')})
     conns = [Http(args.host, args.port, token=args.token, flavor=args.flavor,
                   image=args.image) for _ in range(args.clients)]
 

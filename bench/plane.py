@@ -4,7 +4,8 @@ scenarios use it (its HTTP clients are :mod:`bench.clients`).
 Each plane gets RPC topics of its own (kombu's in-memory bus is global to
 the process, as in tests/functional/conftest.py) and a state directory
 under a temporary directory removed when the plane stops; the fake hosts'
-files are on tmpfs when the machine has one (:class:`Plane`). The fake
+files are on tmpfs when the machine has one, and the plane's threads run
+on one CPU, as ``[DEFAULT] pin_to_cpu`` pins a daemon's (:class:`Plane`). The fake
 hypervisor's hosts get room for thousands of tiny instances, so that a
 burst measures the plane, not the scheduler saying no.
 """
@@ -22,6 +23,7 @@ from bench import clients
 from bench import core
 from bench import imagedata
 from common import conf as tconf
+from common import affinity
 from common import context
 from common import rpc
 from common import service
@@ -101,7 +103,13 @@ class Plane:
     REST API on a free port of 127.0.0.1. A context manager."""
 
     def __init__(self, *, hosts=4, api=True, periodic_jobs=True,
-                 network=False, **groups):
+                 network=False, pin=True, **groups):
+        # The CPUs the process may use: it runs on the last of them while
+        # the plane runs, with ``pin`` (as tristate-all with [DEFAULT]
+        # pin_to_cpu), and on all of them again after; the clients' child
+        # process runs on all of them.
+        self.cpus = os.sched_getaffinity(0)
+        self.pin = pin and len(self.cpus) > 1
         self.tmp = tempfile.mkdtemp(prefix='tristate-bench-')
         self.fake_tmp = _fake_hosts_on_tmpfs(self.tmp)
         if network:     # every build gets a port on it (issue 23)
@@ -117,6 +125,9 @@ class Plane:
 
     def __enter__(self):
         quiet_logs()
+        if self.pin:        # before the plane's threads start, as prepare()
+            self.conf.set_override('pin_to_cpu', max(self.cpus))
+            affinity.apply(self.conf)
         self.embedded = embedded.Embedded(
             self.conf, hosts=self.hosts, url=MEMORY_URL,
             periodic_jobs=self.periodic_jobs).start()
@@ -146,6 +157,8 @@ class Plane:
                 self.embedded.stop()
                 self.statedb.db.dispose()
         finally:
+            if self.pin:
+                affinity.set_all(self.cpus)
             self.conf.reset()
             shutil.rmtree(self.tmp, ignore_errors=True)
             if self.fake_tmp is not None:
@@ -167,7 +180,8 @@ class Plane:
         """``count`` connections to the API in a child process (a context
         manager; :class:`bench.clients.ClientProcess`)."""
         return clients.ClientProcess(self.api.host, self.api.port, count,
-                                     token=TOKEN, flavor=FLAVOR, image=IMAGE)
+                                     token=TOKEN, flavor=FLAVOR, image=IMAGE,
+                                     cpus=getattr(self, 'cpus', None))
 
     # --- waiting on the database (cheaper than polling the API) --------------
 

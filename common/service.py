@@ -18,6 +18,7 @@ import time
 from oslo_config import cfg
 from oslo_log import log as oslo_log
 
+from common import affinity
 from common import conf as tconf
 from common import confcheck
 from common import context as tcontext
@@ -43,10 +44,15 @@ def prepare(argv, *, conf=None, cli_opts=(), description=None,
          description=description)
     _refuse(conf, config_problems(conf) + confcheck.dependency_problems(
         conf, requires))
+    # Before any thread starts: each one inherits the CPU.
+    pinned = affinity.apply(conf)
     SIGNALS.install()
     oslo_log.setup(conf, 'tristate')
     for line in confcheck.unknown_options(conf):
         LOG.warning('Configuration: %s', line)
+    if pinned:
+        LOG.info('Every thread of this process runs on CPU %d '
+                 '([DEFAULT] pin_to_cpu)', conf.pin_to_cpu)
     return conf
 
 
@@ -78,7 +84,8 @@ def config_problems(conf):
         else:
             problems.extend(_read(conf, 'DEFAULT', key, conf))
     return (problems + confcheck.value_problems(conf)
-            + rpc.transport_problems(conf) + rpc.tls_problems(conf))
+            + rpc.transport_problems(conf) + rpc.tls_problems(conf)
+            + affinity.problems(conf))
 
 
 def _group_problems(conf, group):

@@ -295,3 +295,21 @@ def test_child_clients_report_a_failed_post():
                 posting.create('x', 3, timeout=30)
     assert 'bench client' in str(err.value)
     assert 'ConnectionRefused' in str(err.value)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason='one CPU')
+def test_a_bench_plane_runs_on_one_cpu_and_gives_the_others_back():
+    """As tristate-all with [DEFAULT] pin_to_cpu: the plane's threads on
+    the process's last CPU while it runs, every CPU again after it; the
+    clients' child process on every CPU."""
+    from bench import plane as plane_mod
+    from common import affinity
+    allowed = os.sched_getaffinity(0)
+
+    def cpus():
+        return {frozenset(os.sched_getaffinity(t)) for t in affinity.threads()}
+    with plane_mod.Plane(hosts=1) as plane:
+        assert cpus() == {frozenset({max(allowed)})}
+        assert plane.client_process(1).args[-2:] == [
+            '--cpus', ','.join(str(c) for c in sorted(allowed))]
+    assert cpus() == {frozenset(allowed)}
