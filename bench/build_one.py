@@ -25,11 +25,15 @@ def add_arguments(parser):
     parser.add_argument('--network', action='store_true',
                         help='a port and address on a network for every '
                              'build (issue 23)')
+    parser.add_argument('--unpinned', action='store_true',
+                        help='leave the plane\'s threads on every CPU '
+                             'instead of one (bench.plane)')
 
 
 def run(args):
     times = []
-    with plane_mod.Plane(hosts=args.hosts, network=args.network) as plane:
+    with plane_mod.Plane(hosts=args.hosts, network=args.network,
+                         pin=not args.unpinned) as plane:
         http = plane.http()
         try:
             for i in range(args.warmup + args.runs):
