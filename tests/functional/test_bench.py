@@ -135,22 +135,12 @@ def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
     from bench import burst
     seconds = {8: iter([0.10, 0.08, 0.40]), 16: iter([0.20, 0.16, 0.12])}
     order = []
-
-    class Plane:
-        def __init__(self, hosts, **options):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
+    planes = _fake_planes(monkeypatch, burst)
 
     def fake_burst(plane, count, clients, tag, *, child):
         assert child        # the clients post from a child process
         order.append(count)
         return next(seconds[count])
-    monkeypatch.setattr(burst.plane_mod, 'Plane', Plane)
     monkeypatch.setattr(burst, 'burst', fake_burst)
     parser = argparse.ArgumentParser()
     burst.add_arguments(parser)
@@ -159,6 +149,7 @@ def test_burst_figures_are_medians_over_its_rounds(monkeypatch):
         burst.run(parser.parse_args(['--builds', '8', '--big', '16',
                                      '--rounds', '3'])))
     assert order == [8, 16, 16, 8, 8, 16]
+    assert all(options['pin'] for options in planes)   # one CPU each
     assert small.value == pytest.approx(80.0)      # rates 80, 100, 20
     assert big.value == pytest.approx(100.0)       # rates 80, 100, 133
     assert small.note == 'median of 3 rounds: 80, 100, 20'
@@ -255,31 +246,42 @@ def test_random_sources_have_their_size_and_go_away():
     assert not any(os.path.exists(path) for path in paths.values())
 
 
-def test_burst_clients_here_post_from_this_process(monkeypatch):
-    from bench import burst
-    children = []
+def _fake_planes(monkeypatch, burst):
+    """``burst``'s planes replaced by ones that do nothing; the options
+    each was made with."""
+    made = []
 
     class Plane:
         def __init__(self, hosts, **options):
-            pass
+            made.append(options)
 
         def __enter__(self):
             return self
 
         def __exit__(self, *exc):
             return False
+    monkeypatch.setattr(burst.plane_mod, 'Plane', Plane)
+    return made
+
+
+def test_burst_clients_here_and_unpinned_run_as_before(monkeypatch):
+    """--clients-here posts from this process, --unpinned leaves the
+    plane on every CPU."""
+    from bench import burst
+    children = []
+    planes = _fake_planes(monkeypatch, burst)
 
     def fake_burst(plane, count, clients, tag, *, child):
         children.append(child)
         return 0.1
-    monkeypatch.setattr(burst.plane_mod, 'Plane', Plane)
     monkeypatch.setattr(burst, 'burst', fake_burst)
     monkeypatch.setattr(burst, '_counting_creates', lambda plane: [0.001])
     parser = argparse.ArgumentParser()
     burst.add_arguments(parser)
     burst.run(parser.parse_args(['--builds', '8', '--big', '0', '--rounds',
-                                 '1', '--clients-here']))
+                                 '1', '--clients-here', '--unpinned']))
     assert children == [False]
+    assert [options['pin'] for options in planes] == [False]
 
 
 def test_child_clients_report_a_failed_post():
