@@ -5,9 +5,9 @@ Each plane gets RPC topics of its own (kombu's in-memory bus is global to
 the process, as in tests/functional/conftest.py) and a state directory
 under a temporary directory removed when the plane stops; the fake hosts'
 files are on tmpfs when the machine has one, and the plane's threads run
-on one CPU, as ``[DEFAULT] pin_to_cpu`` pins a daemon's (:class:`Plane`). The fake
-hypervisor's hosts get room for thousands of tiny instances, so that a
-burst measures the plane, not the scheduler saying no.
+on one CPU, as ``[DEFAULT] pin_to_cpu`` pins a daemon's (:class:`Plane`).
+The fake hypervisor's hosts get room for thousands of tiny instances, so
+that a burst measures the plane, not the scheduler saying no.
 """
 
 import contextlib
@@ -22,8 +22,8 @@ from oslo_config import cfg
 from bench import clients
 from bench import core
 from bench import imagedata
-from common import conf as tconf
 from common import affinity
+from common import conf as tconf
 from common import context
 from common import rpc
 from common import service
@@ -128,6 +128,13 @@ class Plane:
         if self.pin:        # before the plane's threads start, as prepare()
             self.conf.set_override('pin_to_cpu', max(self.cpus))
             affinity.apply(self.conf)
+        try:
+            return self._start()
+        except BaseException:
+            self.__exit__()     # what started stops; every CPU given back
+            raise
+
+    def _start(self):
         self.embedded = embedded.Embedded(
             self.conf, hosts=self.hosts, url=MEMORY_URL,
             periodic_jobs=self.periodic_jobs).start()

@@ -315,3 +315,22 @@ def test_a_bench_plane_runs_on_one_cpu_and_gives_the_others_back():
         assert plane.client_process(1).args[-2:] == [
             '--cpus', ','.join(str(c) for c in sorted(allowed))]
     assert cpus() == {frozenset(allowed)}
+
+
+def test_a_plane_that_fails_to_start_stops_and_gives_every_cpu_back(
+        monkeypatch):
+    from bench import plane as plane_mod
+    from common import affinity
+    allowed = os.sched_getaffinity(0)
+
+    def broken(conf, statedb):
+        raise RuntimeError('no image today')
+    monkeypatch.setattr(plane_mod.imagedata, 'register_image', broken)
+    plane = plane_mod.Plane(hosts=1)
+    with pytest.raises(RuntimeError, match='no image today'):
+        with plane:
+            pass
+    assert {frozenset(os.sched_getaffinity(t)) for t in affinity.threads()} \
+        == {frozenset(allowed)}
+    assert not os.path.exists(plane.tmp)
+    assert plane.fake_tmp is None or not os.path.exists(plane.fake_tmp)
