@@ -65,19 +65,21 @@ def burst(plane, count, clients, tag, *, child=True):
     the clients post from a child process (:mod:`bench.clients` says why),
     or with ``child=False`` from threads of this one."""
     timeout = max(120.0, count * 0.5)
-    if not child:
-        with plane_mod.connections(plane, clients) as conns:
-            started = time.monotonic()
-            uuids, _ = clients_mod.run_clients(
-                clients, lambda n, i: conns[n].create('%s%d' % (tag, i)),
-                list(range(count)))
-            plane.wait_all_active(uuids, timeout=timeout)
-            return time.monotonic() - started
-    with plane.client_process(clients) as posting:
-        started = time.monotonic()
-        uuids = posting.create(tag, count, timeout=timeout)
-        plane.wait_all_active(uuids, timeout=timeout)
-        return time.monotonic() - started
+    if child:
+        with plane.client_process(clients) as posting:
+            return _until_active(plane, lambda: posting.create(
+                tag, count, timeout=timeout), timeout)
+    with plane_mod.connections(plane, clients) as conns:
+        return _until_active(plane, lambda: clients_mod.run_clients(
+            clients, lambda n, i: conns[n].create('%s%d' % (tag, i)),
+            list(range(count)))[0], timeout)
+
+
+def _until_active(plane, post, timeout):
+    """Seconds from ``post()`` (the uuids it made) until they are ACTIVE."""
+    started = time.monotonic()
+    plane.wait_all_active(post(), timeout=timeout)
+    return time.monotonic() - started
 
 
 def _counting_creates(plane):

@@ -37,6 +37,7 @@ class ApiTier:
 
     http = plane_mod.Plane.http
     client_process = plane_mod.Plane.client_process
+    cpus = None     # not pinned: the clients' child keeps its CPUs
     wait_all_active = plane_mod.Plane.wait_all_active
 
     def __init__(self, daemons):

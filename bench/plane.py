@@ -188,7 +188,7 @@ class Plane:
         manager; :class:`bench.clients.ClientProcess`)."""
         return clients.ClientProcess(self.api.host, self.api.port, count,
                                      token=TOKEN, flavor=FLAVOR, image=IMAGE,
-                                     cpus=getattr(self, 'cpus', None))
+                                     cpus=self.cpus)
 
     # --- waiting on the database (cheaper than polling the API) --------------
 

@@ -2,6 +2,7 @@
 a daemon's start on a configuration file, a server process's stop and
 its API's hosts)."""
 
+import os
 import signal
 import socket
 import subprocess
@@ -11,8 +12,21 @@ from oslo_config import cfg
 
 # listening(port): shared with the benchmarks' daemons
 from bench.core import listening  # noqa: F401
+from common import affinity
 from common import conf as tconf
 from common import service
+
+
+def thread_cpus():
+    """The distinct CPU sets this process's threads may run on, each a
+    frozenset: {frozenset({1})} when every thread is pinned to CPU 1."""
+    cpus = set()
+    for tid in affinity.threads():
+        try:
+            cpus.add(frozenset(os.sched_getaffinity(tid)))
+        except ProcessLookupError:
+            continue        # the thread ended meanwhile
+    return cpus
 
 
 def free_port():

@@ -109,8 +109,8 @@ FEATURES = {
         True, 'a server\'s hostname derived from an FQDN name has its dots '
         'made dashes (common/hostnames.py)'),
 }
-# tristate-all's config beyond Keystone's: none (adminPass is answered, as
-# Nova's default [api] enable_instance_password = true).
+# tristate-all's config beyond Keystone's (adminPass is answered as with
+# Nova's default [api] enable_instance_password = true, so nothing for it):
 # Nova's default quotas, which Tempest is written against. Tristate's are
 # unlimited (-1), and Tempest's quota-class test adds 100 to each default
 # while other classes build servers in parallel (it restores them after):

@@ -19,6 +19,7 @@ import pytest
 
 from bench import core
 from bench import scenarios
+from tests import support
 
 NEEDS_SERVICES = {'burst_rabbit', 'reports', 'memory', 'conductors'}
 
@@ -305,22 +306,17 @@ def test_a_bench_plane_runs_on_one_cpu_and_gives_the_others_back():
     the process's last CPU while it runs, every CPU again after it; the
     clients' child process on every CPU."""
     from bench import plane as plane_mod
-    from common import affinity
     allowed = os.sched_getaffinity(0)
-
-    def cpus():
-        return {frozenset(os.sched_getaffinity(t)) for t in affinity.threads()}
     with plane_mod.Plane(hosts=1) as plane:
-        assert cpus() == {frozenset({max(allowed)})}
+        assert support.thread_cpus() == {frozenset({max(allowed)})}
         assert plane.client_process(1).args[-2:] == [
             '--cpus', ','.join(str(c) for c in sorted(allowed))]
-    assert cpus() == {frozenset(allowed)}
+    assert support.thread_cpus() == {frozenset(allowed)}
 
 
 def test_a_plane_that_fails_to_start_stops_and_gives_every_cpu_back(
         monkeypatch):
     from bench import plane as plane_mod
-    from common import affinity
     allowed = os.sched_getaffinity(0)
 
     def broken(conf, statedb):
@@ -330,7 +326,6 @@ def test_a_plane_that_fails_to_start_stops_and_gives_every_cpu_back(
     with pytest.raises(RuntimeError, match='no image today'):
         with plane:
             pass
-    assert {frozenset(os.sched_getaffinity(t)) for t in affinity.threads()} \
-        == {frozenset(allowed)}
+    assert support.thread_cpus() == {frozenset(allowed)}
     assert not os.path.exists(plane.tmp)
     assert plane.fake_tmp is None or not os.path.exists(plane.fake_tmp)

@@ -15,10 +15,6 @@ needs_two = pytest.mark.skipif(len(ALLOWED) < 2, reason='one CPU: nothing '
                                'to pin to that the process is not on')
 
 
-def _cpus_of_every_thread():
-    return {tid: os.sched_getaffinity(tid) for tid in affinity.threads()}
-
-
 @pytest.fixture
 def restored():
     """The process's threads back on every CPU they had."""
@@ -53,16 +49,14 @@ def test_every_thread_and_every_later_one_runs_on_the_cpu(restored):
             target=lambda: seen.update(cpus=os.sched_getaffinity(0)))
         after.start()
         after.join(30)
-        every = _cpus_of_every_thread()
-        assert before.native_id in every
-        assert set(map(frozenset, every.values())) == {frozenset({cpu})}
+        assert before.native_id in affinity.threads()
+        assert support.thread_cpus() == {frozenset({cpu})}
         assert seen['cpus'] == {cpu}        # inherited from its creator
     finally:
         go.set()
         before.join(30)
     affinity.set_all(ALLOWED)
-    assert set(map(frozenset, _cpus_of_every_thread().values())) == {
-        frozenset(ALLOWED)}
+    assert support.thread_cpus() == {frozenset(ALLOWED)}
 
 
 def test_a_cpu_the_process_may_not_use_stops_the_start(tmp_path):
@@ -74,8 +68,7 @@ def test_a_cpu_the_process_may_not_use_stops_the_start(tmp_path):
     assert ('[DEFAULT] pin_to_cpu: CPU %d is not one this process may run '
             'on (%s)' % (cpu, affinity.cpu_list(ALLOWED))) in message
     # nothing was pinned
-    assert set(map(frozenset, _cpus_of_every_thread().values())) == {
-        frozenset(ALLOWED)}
+    assert support.thread_cpus() == {frozenset(ALLOWED)}
 
 
 def _conf(text=None):
@@ -91,8 +84,7 @@ def test_unset_leaves_the_threads_where_the_kernel_puts_them():
     conf = _conf()
     assert conf.pin_to_cpu is None and affinity.problems(conf) == []
     assert affinity.apply(conf) is False
-    assert set(map(frozenset, _cpus_of_every_thread().values())) == {
-        frozenset(ALLOWED)}
+    assert support.thread_cpus() == {frozenset(ALLOWED)}
 
 
 @needs_two
@@ -100,5 +92,4 @@ def test_apply_pins_the_process_to_the_configured_cpu(restored):
     conf = _conf(min(ALLOWED))
     assert affinity.problems(conf) == []
     assert affinity.apply(conf) is True
-    assert set(map(frozenset, _cpus_of_every_thread().values())) == {
-        frozenset({min(ALLOWED)})}
+    assert support.thread_cpus() == {frozenset({min(ALLOWED)})}
